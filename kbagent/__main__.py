@@ -1,0 +1,5 @@
+"""Allow ``python -m kbagent``."""
+
+from kbagent.cli import main
+
+main()

@@ -1,0 +1,280 @@
+"""``kbagent ingest``, ``kbagent search`` and ``kbagent kbs``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+import typer
+
+from kbagent.cli import app
+from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console, warn
+from kbagent.errors import KbagentError, NotFoundError
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class SearchMode(StrEnum):
+    hybrid = "hybrid"
+    bm25 = "bm25"
+    vector = "vector"
+
+
+# ----------------------------------------------------------------------- ingest
+class _ProgressBar:
+    """A rich progress bar on stderr (files, then chunks), silent when not a TTY."""
+
+    LABELS: ClassVar[dict[str, str]] = {
+        "scan": "reading files", "embed": "embedding chunks", "write": "indexing chunks"
+    }
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _ProgressBar:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description:<17}"), BarColumn(), MofNCompleteColumn(),
+                TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                TextColumn("eta"), TimeRemainingColumn(),
+                console=stderr_console(), transient=False,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self._progress is None or (phase == "write" and total == 0):
+            return
+        task = self._tasks.get(phase)
+        if task is None:
+            task = self._progress.add_task(self.LABELS.get(phase, phase), total=total, rate="")
+            self._tasks[phase] = task
+        t = self._progress.tasks[task]
+        elapsed = t.elapsed or 0.0
+        unit = "files" if phase == "scan" else "chunks"
+        rate = f"{done / elapsed:,.0f} {unit}/s" if elapsed > 0.5 and done else ""
+        self._progress.update(task, completed=done, total=total, rate=rate)
+
+
+@app.command()
+@handles_errors
+def ingest(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="Folder to ingest.", show_default=False)],
+    kb: Annotated[str | None, typer.Option("--kb", help="KB name (default: the folder's name).",
+                                           show_default=False)] = None,
+    rebuild: Annotated[bool, typer.Option(
+        "--rebuild",
+        help="Re-extract and re-embed every file (after a model or chunker change, or corruption).",
+    )] = False,
+    report: Annotated[ReportFormat, typer.Option("--report", help="text: a summary; json: the "
+                                                 "per-file report on stdout.")] = ReportFormat.text,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Build or update a KB from a folder (incremental; unchanged files are skipped)."""
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import name_from_folder, validate_name
+
+    settings = settings_from(ctx)
+    name = validate_name(kb) if kb is not None else name_from_folder(path)
+    show_bar = not quiet and sys.stderr.isatty()
+    try:
+        with _ProgressBar(show_bar) as bar:
+            result = Ingestor(settings, name, progress=bar).run(path, rebuild=rebuild)
+    except KeyboardInterrupt:
+        raise KbagentInterrupted(name) from None
+    if report is ReportFormat.json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    err = stderr_console()
+    for f in result.files:
+        if f.status in ("skipped", "failed"):
+            colour = "yellow" if f.status == "skipped" else "red"
+            from rich.markup import escape
+
+            err.print(f"[{colour}]{f.status}[/] {escape(f.path)}: {escape(f.reason)}")
+    s = result.summary()
+    parts = ", ".join(f"{v} {k}" for k, v in s.items())
+    verb = "updated" if result.committed else "up to date"
+    stdout_console().print(
+        f"KB '{name}' {verb}: {parts}; {result.chunks_total} chunks "
+        f"({result.chunks_embedded} embedded) in {result.seconds:.1f}s"
+    )
+
+
+class KbagentInterrupted(KbagentError):
+    exit_code = 130
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
+                         "finished embeddings are reused)")
+
+
+# ----------------------------------------------------------------------- search
+def open_kbs(settings: Any, names: list[str] | None) -> list[Any]:
+    """Open the named KBs, or every KB when none is named."""
+    from kbagent.kb.knowledge_base import KnowledgeBase, list_kbs
+
+    if not names:
+        names = [k.name for k in list_kbs(settings) if not k.error]
+        if not names:
+            raise NotFoundError("no knowledge bases yet; run 'kbagent ingest PATH' first")
+    return [KnowledgeBase(settings, n) for n in dict.fromkeys(names)]
+
+
+def _snippet(text: str, width: int = 220) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@app.command()
+@handles_errors
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
+    kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to search (repeatable; "
+                                                 "default: all).", show_default=False)] = None,
+    k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=1000,
+                                   help="Number of hits.")] = 10,
+    mode: Annotated[SearchMode, typer.Option("--mode", help="Retriever(s) to use.")] = (
+        SearchMode.hybrid
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+) -> None:
+    """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
+    from kbagent.kb.search import HybridSearcher
+
+    settings = settings_from(ctx)
+    kbs = open_kbs(settings, kb)
+    started = time.perf_counter()
+    result = HybridSearcher(kbs).search(query, k=k, mode=mode.value)
+    ms = (time.perf_counter() - started) * 1000
+    for name, reason in result.failed_kbs.items():
+        warn(f"KB '{name}' failed: {reason}")
+    if len(result.failed_kbs) == len(kbs):
+        raise KbagentError("every KB failed to answer the search")
+    if as_json:
+        keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
+                "bm25_score", "vector_rank", "vector_score", "chunk_id", "title", "text")
+        typer.echo(json.dumps([{k_: getattr(h, k_) for k_ in keys} for h in result.hits],
+                              indent=2, ensure_ascii=False))
+        return
+    out = stdout_console()
+    from rich.markup import escape
+
+    if not result.hits:
+        out.print(f"no hits for {query!r}")
+    multi = len(kbs) > 1
+    for i, h in enumerate(result.hits, 1):
+        why = []
+        if h.bm25_rank:
+            why.append(f"bm25 #{h.bm25_rank}")
+        if h.vector_rank:
+            why.append(f"vector #{h.vector_rank}")
+        where = f"{h.kb}:" if multi else ""
+        out.print(
+            f"[bold]{i:>2}.[/] [cyan]{escape(where + h.path)}:{h.start_line}-{h.end_line}[/]"
+            f"  [green]{h.score:.4f}[/]  [dim]({', '.join(why)})[/]"
+        )
+        if h.heading:
+            out.print(f"    [bold]{escape(h.heading)}[/]")
+        out.print(f"    {escape(_snippet(h.text))}")
+    stderr_console().print(f"[dim]{len(result.hits)} hits in {ms:.0f} ms ({mode.value})[/]")
+
+
+# -------------------------------------------------------------------------- kbs
+kbs_app = typer.Typer(help="List and manage knowledge bases.", no_args_is_help=False)
+app.add_typer(kbs_app, name="kbs")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+@kbs_app.callback(invoke_without_command=True)
+@handles_errors
+def kbs(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List KBs: name, source folder, documents, chunks, model, size, last ingest."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from kbagent.kb.knowledge_base import list_kbs
+
+    infos = list_kbs(settings_from(ctx))
+    if as_json:
+        typer.echo(json.dumps([i.to_dict() for i in infos], indent=2))
+        return
+    if not infos:
+        stderr_console().print("no knowledge bases yet; run 'kbagent ingest PATH'")
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("name", "source", "docs", "chunks", "embedding model", "size", "last ingest"):
+        table.add_column(col, justify="right" if col in ("docs", "chunks", "size") else "left")
+    for i in infos:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at)) if i.updated_at else ""
+        table.add_row(i.name, i.source or f"[red]{i.error}[/]", str(i.documents), str(i.chunks),
+                      i.embedding_model, _size(i.size_bytes), when)
+    stdout_console().print(table)
+
+
+@kbs_app.command("rm")
+@handles_errors
+def kbs_rm(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="KB to remove.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Remove a KB (its index files only; the source folder is not touched)."""
+    from kbagent.kb.knowledge_base import remove_kb, require_kb, validate_name
+
+    settings = settings_from(ctx)
+    validate_name(name)
+    require_kb(settings, name)
+    if not yes:
+        if not sys.stdin.isatty() and not _stdin_has_data():
+            raise KbagentError(f"refusing to remove KB '{name}' without confirmation; "
+                               "add --yes")
+        if not typer.confirm(f"Remove KB '{name}'?", default=False, err=True):
+            raise KbagentError("not removed")
+    remove_kb(settings, name)
+    stdout_console().print(f"removed KB '{name}'")
+
+
+def _stdin_has_data() -> bool:
+    import select
+
+    try:
+        return bool(select.select([sys.stdin], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True  # not a real file (a test runner's stream): let confirm read it

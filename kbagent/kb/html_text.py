@@ -1,0 +1,171 @@
+"""HTML -> clean text lines that keep their *source* line numbers.
+
+Tags never reach the index or the model: scripts, styles, navigation and
+other non-content elements are dropped, headings become ``#`` lines, list
+items ``-`` lines, table rows ``a | b`` lines. Each output line remembers the
+source lines it came from, so a citation into an HTML file points at the
+lines a person sees in their editor.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from kbagent.kb.models import Line
+
+_SKIP = {"script", "style", "noscript", "template", "svg", "nav", "head", "iframe", "object",
+         "canvas", "button", "select", "math"}
+_BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "aside", "ul", "ol",
+          "table", "thead", "tbody", "tfoot", "blockquote", "dl", "figure", "form", "hr",
+          "address", "details", "summary", "body", "html", "fieldset", "caption"}
+# Elements whose text is joined into one output line even when wrapped in the source.
+_JOINED = {"h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "dt", "dd", "figcaption", "title",
+           "caption", "summary"}
+_VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "area", "base", "source"}
+_WS = re.compile(r"\s+")
+
+
+class _Converter(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[Line] = []
+        self.title = ""
+        self._parts: list[str] = []
+        self._start = 0
+        self._end = 0
+        self._skip_depth = 0
+        self._skip_stack: list[str] = []
+        self._joined: list[str] = []
+        self._pre = 0
+        self._prefix = ""
+        self._in_title = False
+        self._lists: list[list[int | None]] = []  # per list: [counter or None for ul]
+        self._cells = 0
+
+    # --- line buffer -------------------------------------------------------
+    def _flush(self) -> None:
+        text = "".join(self._parts)
+        if not self._pre:
+            text = _WS.sub(" ", text).strip()
+        else:
+            text = text.rstrip()
+        if text.strip():
+            self.lines.append(Line(self._start, self._prefix + text, self._end))
+        self._parts = []
+        self._prefix = ""
+        self._cells = 0
+
+    def _emit(self, text: str, line: int, last: int = 0) -> None:
+        if not self._parts:
+            self._start = self._end = line
+        self._parts.append(text)
+        self._end = max(self._end, line, last)
+
+    # --- parser callbacks --------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._skip_depth:
+            if tag in _SKIP and tag not in _VOID:
+                self._skip_stack.append(tag)
+                self._skip_depth += 1
+            return
+        if tag in _SKIP:
+            if tag == "head":  # still want <title>
+                return
+            self._skip_stack.append(tag)
+            self._skip_depth += 1
+            return
+        if tag == "title":
+            self._in_title = True
+            return
+        if tag == "br":
+            if not self._joined:
+                self._flush()
+            else:
+                self._emit(" ", self.getpos()[0])
+            return
+        if tag in ("td", "th"):
+            if self._cells:
+                self._emit(" | ", self.getpos()[0])
+            self._cells += 1
+            return
+        if tag == "pre":
+            self._flush()
+            self._pre += 1
+            return
+        if tag in ("ul", "ol"):
+            self._flush()
+            self._lists.append([1 if tag == "ol" else None])
+            return
+        if tag in _JOINED:
+            self._flush()
+            self._joined.append(tag)
+            if tag[0] == "h" and tag[1:].isdigit():
+                self._prefix = "#" * int(tag[1]) + " "
+            elif tag == "li":
+                counter = self._lists[-1][0] if self._lists else None
+                indent = "  " * max(0, len(self._lists) - 1)
+                if counter is None:
+                    self._prefix = indent + "- "
+                else:
+                    self._prefix = f"{indent}{counter}. "
+                    self._lists[-1][0] = counter + 1
+            return
+        if tag in _BLOCK:
+            self._flush()
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._skip_depth:
+            if self._skip_stack and self._skip_stack[-1] == tag:
+                self._skip_stack.pop()
+                self._skip_depth -= 1
+            return
+        if tag == "title":
+            self._in_title = False
+            return
+        if tag == "pre":
+            self._flush()
+            self._pre = max(0, self._pre - 1)
+            return
+        if tag in ("ul", "ol"):
+            self._flush()
+            if self._lists:
+                self._lists.pop()
+            return
+        if tag in _JOINED:
+            if self._joined and self._joined[-1] == tag:
+                self._joined.pop()
+            self._flush()
+            return
+        if tag in _BLOCK:
+            self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if self._skip_depth:
+            return
+        line = self.getpos()[0]
+        if self._in_title:
+            self.title = _WS.sub(" ", (self.title + " " + data)).strip()
+            return
+        if self._joined or "\n" not in data:
+            if data.strip() or self._parts:
+                self._emit(data.replace("\n", " "), line, line + data.count("\n"))
+            return
+        pieces = data.split("\n")
+        for i, piece in enumerate(pieces):
+            if i:
+                self._flush()
+            if piece.strip() or (self._pre and i):
+                self._emit(piece, line + i)
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+
+def html_to_lines(text: str) -> tuple[list[Line], str]:
+    """Convert HTML source to clean lines (with source line numbers) and the page title."""
+    conv = _Converter()
+    conv.feed(text)
+    conv.close()
+    return conv.lines, conv.title

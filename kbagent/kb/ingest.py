@@ -1,0 +1,391 @@
+"""Incremental, crash-safe ingest of a folder into one KB.
+
+The next generation is built beside the live one (a copy of it, then
+deletions and additions), committed, and published by atomically replacing
+``CURRENT``. A kill at any point leaves the previous generation live; the
+embeddings computed before the kill sit in ``embed_cache.sqlite`` so a re-run
+does not pay for them again. Unchanged files (same content hash) cost one
+read and one hash; when nothing changed no generation is written at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.chunker import chunk_document
+from kbagent.kb.embedder import Embedder, load_embedder, resolve_model
+from kbagent.kb.extract import ExtractError, Skip, extract
+from kbagent.kb.knowledge_base import (
+    CHUNKER_VERSION,
+    current_generation,
+    fsync_dir,
+    kb_dir,
+    new_manifest,
+    read_manifest,
+    rebuild_hint,
+    validate_name,
+    write_atomic,
+)
+from kbagent.kb.lexical import LexicalIndex
+from kbagent.kb.lock import WriterLock
+from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
+from kbagent.kb.store import Store
+from kbagent.kb.vectors import VectorIndex
+from kbagent.kb.walker import walk
+from kbagent.settings import Settings
+
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
+EMBED_GROUP = 256  # chunks per encode call: big enough to batch well, small for progress
+
+
+@dataclass
+class _Pending:
+    report: FileReport
+    doc: ExtractedDoc
+    chunks: list[Chunk]
+    content_hash: str
+    size: int
+    hashes: list[str]
+
+
+class _EmbeddingCache:
+    """Embeddings of the current, not yet committed, ingest (resume after a kill)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = sqlite3.connect(path)
+        self.conn.execute("CREATE TABLE IF NOT EXISTS cache(hash TEXT PRIMARY KEY, vec BLOB)")
+
+    def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        out = {}
+        for i in range(0, len(hashes), 500):
+            part = hashes[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.conn.execute(
+                f"SELECT hash, vec FROM cache WHERE hash IN ({marks})", part
+            ):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put(self, items: dict[str, np.ndarray]) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO cache VALUES(?,?)",
+            [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+        )
+        self.conn.commit()
+
+    def discard(self) -> None:
+        self.conn.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Ingestor:
+    """Build or update the KB ``name`` from a source folder."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        name: str,
+        *,
+        embedder: Embedder | None = None,
+        progress: ProgressFn | None = None,
+        checkpoint: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.name = validate_name(name)
+        self.dir = kb_dir(settings, name)
+        self._embedder = embedder
+        self._progress = progress or (lambda phase, done, total: None)
+        # Test hook: called between steps with the step's name (a raise = a crash there).
+        self._checkpoint = checkpoint or (lambda step: None)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = load_embedder(self.settings.embedding_model, self.settings.embed_batch)
+        return self._embedder
+
+    # ------------------------------------------------------------------ run
+    def run(self, source: Path, rebuild: bool = False) -> IngestReport:
+        started = time.perf_counter()
+        source = self._check_source(source)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with WriterLock(self.dir, self.name):
+            report = self._run_locked(source, rebuild)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _check_source(self, source: Path) -> Path:
+        source = Path(source).expanduser()
+        if not source.exists():
+            raise NotFoundError(f"no such folder: {source}")
+        if not source.is_dir():
+            raise BadInputError(f"{source} is a file; kbagent ingest takes a folder")
+        if not os.access(source, os.R_OK | os.X_OK):
+            raise BadInputError(f"cannot read folder {source} (permission denied)")
+        return source.resolve()
+
+    def _run_locked(self, source: Path, rebuild: bool) -> IngestReport:
+        report = IngestReport(self.name, str(source))
+        base_gen = current_generation(self.dir)
+        base_manifest = None
+        model_id = resolve_model(self.settings.embedding_model)[0]
+        base_docs = {}
+        if base_gen and not rebuild:
+            base_manifest = self._base_manifest(base_gen)
+            self._check_compatible(base_manifest, model_id)
+            store = self._open_base_store(base_gen, base_manifest)
+            base_docs = store.documents()
+            store.close()
+
+        pending, keep_paths = self._scan(source, report, base_docs, model_id)
+        removed = [p for p in base_docs if p not in keep_paths]
+        for path in removed:
+            report.files.append(FileReport(path, "removed", "no longer in the source folder"))
+        ok_files = sum(1 for f in report.files if f.status in ("unchanged", "added", "updated"))
+        if ok_files == 0:
+            skipped = report.count("skipped") + report.count("failed")
+            detail = f" ({skipped} files skipped or failed)" if skipped else ""
+            raise BadInputError(f"no ingestible files in {source}{detail}; nothing changed")
+        if base_gen and not rebuild and not pending and not removed:
+            report.chunks_total = sum(d.n_chunks for d in base_docs.values())
+            report.files.sort(key=lambda f: f.path)
+            return report
+
+        self._build(source, report, base_gen, base_manifest, base_docs, pending, removed,
+                    model_id)
+        report.files.sort(key=lambda f: f.path)
+        return report
+
+    # ----------------------------------------------------------- base checks
+    def _base_manifest(self, gen: str) -> dict:
+        try:
+            return read_manifest(self.dir / gen)
+        except (OSError, ValueError) as e:
+            raise KbCorruptError(
+                f"KB '{self.name}' is corrupted (manifest: {e}); {rebuild_hint(self.name, None)}"
+            ) from e
+
+    def _check_compatible(self, manifest: dict, model_id: str) -> None:
+        chunker = manifest.get("chunker", {})
+        want = {"version": CHUNKER_VERSION, "max_tokens": self.settings.chunk_tokens,
+                "overlap": self.settings.chunk_overlap}
+        if manifest.get("embedding_model") != model_id:
+            raise BadInputError(
+                f"KB '{self.name}' was built with embedding model "
+                f"{manifest.get('embedding_model')!r}, not {model_id!r}; add --rebuild to re-embed"
+            )
+        if chunker != want:
+            raise BadInputError(
+                f"KB '{self.name}' was chunked with {chunker}, settings now say {want}; "
+                "add --rebuild to re-chunk"
+            )
+
+    def _open_base_store(self, gen: str, manifest: dict) -> Store:
+        try:
+            store = Store(self.dir / gen / "kb.sqlite", readonly=True)
+            store.count()
+            return store
+        except sqlite3.Error as e:
+            raise KbCorruptError(
+                f"KB '{self.name}' is corrupted (database: {e}); "
+                f"{rebuild_hint(self.name, manifest)}"
+            ) from e
+
+    # ------------------------------------------------------------------ scan
+    def _scan(self, source: Path, report: IngestReport, base_docs: dict, model_id: str):
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        files = list(walk(source))
+        pending: list[_Pending] = []
+        keep: set[str] = set()
+        for i, sf in enumerate(files):
+            self._progress("scan", i, len(files))
+            if sf.size > limit:
+                report.files.append(FileReport(
+                    sf.path, "skipped",
+                    f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
+                continue
+            try:
+                data = sf.abspath.read_bytes()
+            except OSError as e:
+                report.files.append(FileReport(sf.path, "failed", f"cannot read: {e.strerror}"))
+                keep.add(sf.path)  # keep the stored version of a file we cannot read now
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            old = base_docs.get(sf.path)
+            if old is not None and old.content_hash == digest:
+                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                keep.add(sf.path)
+                continue
+            status = "updated" if old is not None else "added"
+            try:
+                doc = extract(sf.path, data)
+            except Skip as e:
+                report.files.append(FileReport(sf.path, "skipped", str(e)))
+                continue
+            except (ExtractError, RecursionError) as e:
+                report.files.append(FileReport(sf.path, "failed", str(e)))
+                keep.add(sf.path)
+                continue
+            chunks = chunk_document(doc, self.settings.chunk_tokens, self.settings.chunk_overlap)
+            if not chunks:
+                report.files.append(FileReport(sf.path, "skipped", "no text content"))
+                continue
+            hashes = [
+                hashlib.sha1(f"{model_id}\n{c.index_text(doc.title)}".encode()).hexdigest()
+                for c in chunks
+            ]
+            fr = FileReport(sf.path, status, chunks=len(chunks))
+            report.files.append(fr)
+            pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
+            keep.add(sf.path)
+        self._progress("scan", len(files), len(files))
+        return pending, keep
+
+    # ----------------------------------------------------------------- build
+    def _build(self, source, report, base_gen, base_manifest, base_docs, pending, removed,
+               model_id) -> None:
+        n = int(base_gen.split("-")[1]) + 1 if base_gen else 1
+        gen = f"gen-{n:06d}"
+        gen_dir = self.dir / gen
+        if gen_dir.exists():  # left by a killed run
+            shutil.rmtree(gen_dir)
+        cache = _EmbeddingCache(self.dir / "embed_cache.sqlite")
+        published = False
+        lexical: LexicalIndex | None = None
+        store: Store | None = None
+        try:
+            incremental = bool(base_gen) and base_manifest is not None
+            if incremental:
+                self._copy_generation(self.dir / base_gen, gen_dir)
+            else:
+                gen_dir.mkdir(parents=True)
+            self._checkpoint("copied")
+            dim = int(base_manifest["embedding_dim"]) if incremental else self.embedder.dim
+            store = Store(gen_dir / "kb.sqlite")
+            lexical = LexicalIndex(gen_dir / "tantivy", create=not incremental)
+            vectors = VectorIndex(gen_dir / "vectors.usearch", dim, create=not incremental,
+                                  view=False)
+
+            # 1. remove what changed or disappeared, keeping vectors for reuse
+            gone = [base_docs[p].id for p in removed] + [
+                base_docs[p.doc.path].id for p in pending if p.doc.path in base_docs
+            ]
+            reuse: dict[str, np.ndarray] = {}
+            if gone:
+                by_hash = store.chunk_ids_by_hash(gone)
+                vecs = vectors.get(list(by_hash.values()))
+                reuse = {h: vecs[c] for h, c in by_hash.items() if c in vecs}
+                chunk_ids = store.delete_documents(gone)
+                lexical.delete_docs(gone)
+                vectors.remove(chunk_ids)
+            self._checkpoint("deleted")
+
+            # 2. embed what is new (reusing old vectors and the resume cache)
+            vectors_by_hash = self._embed(pending, reuse, cache, report)
+            self._checkpoint("embedded")
+
+            # 3. write documents and chunks into all three stores
+            total = sum(len(p.chunks) for p in pending)
+            done = 0
+            for p in pending:
+                doc_id = store.add_document(p.doc, p.content_hash, p.size)
+                ids = store.add_chunks(doc_id, p.chunks, p.hashes)
+                for cid, ch in zip(ids, p.chunks, strict=True):
+                    lexical.add(cid, doc_id, ch.index_text(p.doc.title))
+                vectors.add(ids, np.stack([vectors_by_hash[h] for h in p.hashes]))
+                done += len(ids)
+                self._progress("write", done, total)
+            self._checkpoint("written")
+
+            # 4. commit each store, then the manifest, then publish
+            docs, chunks = store.count()
+            store.commit()
+            store.close()
+            self._checkpoint("sqlite-committed")
+            lexical.commit()
+            self._checkpoint("tantivy-committed")
+            vectors.save()
+            _fsync_file(vectors.path)
+            self._checkpoint("vectors-saved")
+            manifest = new_manifest(self.name, str(source), model_id, dim, self.settings)
+            if incremental:
+                manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
+            manifest.update(documents=docs, chunks=chunks, generation=gen)
+            write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
+            fsync_dir(gen_dir)
+            self._checkpoint("manifest-written")
+            write_atomic(self.dir / "CURRENT", gen + "\n")
+            published = True
+            report.committed = True
+            report.chunks_total = chunks
+        finally:
+            if not published:
+                if lexical is not None:
+                    lexical.abort()
+                if store is not None:
+                    store.close()
+                shutil.rmtree(gen_dir, ignore_errors=True)
+        cache.discard()
+        self._prune(keep={gen, base_gen})
+
+    def _copy_generation(self, src: Path, dst: Path) -> None:
+        dst.mkdir(parents=True)
+        shutil.copy2(src / "kb.sqlite", dst / "kb.sqlite")
+        shutil.copy2(src / "vectors.usearch", dst / "vectors.usearch")
+        # tantivy never rewrites a segment file in place, so hard links are a safe copy
+        shutil.copytree(src / "tantivy", dst / "tantivy", copy_function=_link_or_copy,
+                        ignore=shutil.ignore_patterns("*.lock"))
+
+    def _embed(self, pending: list[_Pending], reuse: dict[str, np.ndarray],
+               cache: _EmbeddingCache, report: IngestReport) -> dict[str, np.ndarray]:
+        texts: dict[str, str] = {}
+        for p in pending:
+            for h, ch in zip(p.hashes, p.chunks, strict=True):
+                texts.setdefault(h, ch.index_text(p.doc.title))
+        have = {h: v for h, v in reuse.items() if h in texts}
+        missing = [h for h in texts if h not in have]
+        have.update(cache.get(missing))
+        todo = [h for h in texts if h not in have]
+        total = len(todo)
+        self._progress("embed", 0, total)
+        for i in range(0, total, EMBED_GROUP):
+            group = todo[i : i + EMBED_GROUP]
+            vecs = self.embedder.encode([texts[h] for h in group])
+            fresh = dict(zip(group, vecs, strict=True))
+            cache.put(fresh)
+            have.update(fresh)
+            self._progress("embed", min(i + EMBED_GROUP, total), total)
+        report.chunks_embedded = total
+        return have
+
+    def _prune(self, keep: set[str | None]) -> None:
+        for d in self.dir.iterdir():
+            if d.is_dir() and d.name.startswith("gen-") and d.name not in keep:
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

@@ -1,0 +1,254 @@
+"""KB directories, generations and the read side.
+
+Layout of one KB under ``$KBAGENT_HOME/kbs/<name>/``::
+
+    CURRENT                 name of the live generation ("gen-000003")
+    .lock                   writer lock (flock)
+    embed_cache.sqlite      embeddings of an unfinished ingest (resume after a kill)
+    gen-000003/
+        manifest.json       schema version, embedding model and dim, chunker, source
+        kb.sqlite           documents (with stored text) and chunks
+        tantivy/            BM25 index
+        vectors.usearch     vector index
+
+An ingest builds the next generation beside the live one and publishes it by
+atomically replacing ``CURRENT``; a kill at any moment leaves the previous
+generation live and intact. Readers resolve ``CURRENT`` once per open and
+re-check it on :meth:`KnowledgeBase.refresh`. The previous generation is kept
+so a reader that opened it just before a commit keeps working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.lexical import LexicalIndex
+from kbagent.kb.store import Store
+from kbagent.kb.vectors import VectorIndex
+from kbagent.settings import Settings
+
+SCHEMA_VERSION = 1
+CHUNKER_VERSION = 1
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def validate_name(name: str) -> str:
+    if not NAME_RE.match(name or "") or name in (".", ".."):
+        raise BadInputError(
+            f"invalid KB name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def name_from_folder(folder: Path) -> str:
+    """A valid default KB name derived from a folder name."""
+    raw = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.resolve().name).strip("-._")
+    return (raw or "default")[:64]
+
+
+def kb_dir(settings: Settings, name: str) -> Path:
+    return settings.kbs_dir / validate_name(name)
+
+
+def write_atomic(path: Path, data: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def current_generation(directory: Path) -> str | None:
+    try:
+        gen = (directory / "CURRENT").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return gen or None
+
+
+def rebuild_hint(name: str, manifest: dict[str, Any] | None) -> str:
+    source = (manifest or {}).get("source") or "<folder>"
+    return f"rebuild it with: kbagent ingest {source} --kb {name} --rebuild"
+
+
+@dataclass
+class KbInfo:
+    """What ``kbagent kbs`` shows about one KB."""
+
+    name: str
+    source: str
+    documents: int
+    chunks: int
+    embedding_model: str
+    size_bytes: int
+    updated_at: float
+    generation: str
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, f)).st_size
+    return total
+
+
+def read_manifest(gen_dir: Path) -> dict[str, Any]:
+    return json.loads((gen_dir / "manifest.json").read_text(encoding="utf-8"))
+
+
+def list_kbs(settings: Settings) -> list[KbInfo]:
+    out = []
+    if not settings.kbs_dir.is_dir():
+        return out
+    for d in sorted(settings.kbs_dir.iterdir()):
+        if not d.is_dir() or not NAME_RE.match(d.name):
+            continue
+        gen = current_generation(d)
+        if gen is None:
+            continue  # a first ingest that never committed
+        try:
+            m = read_manifest(d / gen)
+            out.append(KbInfo(d.name, m.get("source", ""), int(m.get("documents", 0)),
+                              int(m.get("chunks", 0)), m.get("embedding_model", ""),
+                              _dir_size(d), float(m.get("updated_at", 0)), gen))
+        except (OSError, ValueError) as e:
+            out.append(KbInfo(d.name, "", 0, 0, "", _dir_size(d), 0.0, gen,
+                              error=f"unreadable manifest: {e}"))
+    return out
+
+
+def kb_exists(settings: Settings, name: str) -> bool:
+    return current_generation(kb_dir(settings, name)) is not None
+
+
+def require_kb(settings: Settings, name: str) -> Path:
+    d = kb_dir(settings, name)
+    if current_generation(d) is None:
+        known = [k.name for k in list_kbs(settings)]
+        hint = f"known: {', '.join(known)}" if known else "run 'kbagent ingest PATH' first"
+        raise NotFoundError(f"unknown KB '{name}' ({hint})")
+    return d
+
+
+def remove_kb(settings: Settings, name: str) -> None:
+    from kbagent.kb.lock import WriterLock
+
+    d = require_kb(settings, name)
+    with WriterLock(d, name):
+        # Unpublish first so a half-finished delete never looks like a live KB.
+        (d / "CURRENT").unlink(missing_ok=True)
+        trash = d.with_name(f".{name}.deleting-{os.getpid()}")
+        os.replace(d, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+class KnowledgeBase:
+    """Read access to the live generation of one KB."""
+
+    def __init__(self, settings: Settings, name: str) -> None:
+        self.settings = settings
+        self.name = name
+        self.dir = require_kb(settings, name)
+        self.generation = ""
+        self._open()
+
+    def _open(self) -> None:
+        gen = current_generation(self.dir)
+        if gen is None:
+            raise NotFoundError(f"KB '{self.name}' was removed")
+        gen_dir = self.dir / gen
+        manifest: dict[str, Any] | None = None
+        try:
+            manifest = read_manifest(gen_dir)
+            if manifest.get("schema_version") != SCHEMA_VERSION:
+                raise KbCorruptError(
+                    f"KB '{self.name}' has schema version {manifest.get('schema_version')}, "
+                    f"this kbagent reads {SCHEMA_VERSION}; {rebuild_hint(self.name, manifest)}"
+                )
+            store = Store(gen_dir / "kb.sqlite", readonly=True)
+            docs, chunks = store.count()
+            lexical = LexicalIndex(gen_dir / "tantivy")
+            vectors = VectorIndex(gen_dir / "vectors.usearch", int(manifest["embedding_dim"]))
+        except KbCorruptError:
+            raise
+        except Exception as e:  # sqlite3, tantivy, usearch, json all raise their own types
+            what = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise KbCorruptError(
+                f"KB '{self.name}' is corrupted ({what}); {rebuild_hint(self.name, manifest)}"
+            ) from e
+        n_lex = lexical.num_docs()
+        if n_lex != chunks or len(vectors) != chunks:
+            raise KbCorruptError(
+                f"KB '{self.name}' is inconsistent ({chunks} chunks, {n_lex} in BM25 index, "
+                f"{len(vectors)} vectors); {rebuild_hint(self.name, manifest)}"
+            )
+        self.generation = gen
+        self.gen_dir = gen_dir
+        self.manifest = manifest
+        self.store = store
+        self.lexical = lexical
+        self.vectors = vectors
+        self.documents = docs
+        self.chunks = chunks
+
+    def refresh(self) -> bool:
+        """Reopen if an ingest published a new generation; return True if it did."""
+        if current_generation(self.dir) == self.generation:
+            return False
+        old = self.store
+        self._open()
+        old.close()
+        return True
+
+    @property
+    def embedding_model(self) -> str:
+        return str(self.manifest["embedding_model"])
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def new_manifest(name: str, source: str, model_id: str, dim: int, settings: Settings) -> dict:
+    now = time.time()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "source": source,
+        "embedding_model": model_id,
+        "embedding_dim": dim,
+        "chunker": {
+            "version": CHUNKER_VERSION,
+            "max_tokens": settings.chunk_tokens,
+            "overlap": settings.chunk_overlap,
+        },
+        "created_at": now,
+        "updated_at": now,
+        "documents": 0,
+        "chunks": 0,
+    }

@@ -1,0 +1,123 @@
+"""Records shared across the KB layer: extracted documents, chunks, hits, reports."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Line:
+    """One line of a document's stored text and its true line number on disk.
+
+    For plain formats ``number`` is the line's position in the file. For HTML
+    it is the source line where the text appears (tags removed). For PDF it is
+    the line of the extracted text (PDFs have no lines on disk)."""
+
+    number: int
+    text: str
+    end: int = 0  # last source line when the text spans several (HTML); 0 = same line
+
+    @property
+    def last(self) -> int:
+        return max(self.number, self.end)
+
+
+@dataclass
+class ExtractedDoc:
+    """A file turned into lines of clean text plus metadata."""
+
+    path: str  # KB-relative, forward slashes
+    format: str  # markdown, text, rst, html, code, pdf
+    lines: list[Line]
+    title: str = ""
+    access: list[str] = field(default_factory=list)  # ACL from front-matter; [] = everyone
+    body_start: int = 0  # index into ``lines`` where the body starts (after front-matter)
+    language: str = ""  # for code: python, go, ...
+    sections: list[tuple[int, str]] = field(default_factory=list)  # explicit (line index, heading)
+
+
+@dataclass
+class Chunk:
+    """A span of a document that is indexed and cited as one unit."""
+
+    path: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    heading: str  # heading trail, " > " joined
+    text: str
+
+    def index_text(self, title: str = "") -> str:
+        """The text that BM25 and the embedder see: title and headings give context."""
+        trail = self.heading
+        if title and not trail.startswith(title):
+            trail = f"{title} > {trail}" if trail else title
+        return f"{trail}\n{self.text}" if trail else self.text
+
+
+@dataclass
+class Hit:
+    """One search result with the evidence of why it ranked where it did."""
+
+    kb: str
+    chunk_id: int
+    path: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    score: float
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FileReport:
+    """What ingest did with one file."""
+
+    path: str
+    status: str  # added, updated, removed, skipped, unchanged, failed
+    reason: str = ""
+    chunks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class IngestReport:
+    """Summary of one ingest run."""
+
+    kb: str
+    source: str
+    files: list[FileReport] = field(default_factory=list)
+    chunks_total: int = 0
+    chunks_embedded: int = 0  # chunks that needed the embedding model this run
+    seconds: float = 0.0
+    committed: bool = False  # False when nothing changed (no new generation written)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    def summary(self) -> dict[str, int]:
+        keys = ("added", "updated", "removed", "unchanged", "skipped", "failed")
+        return {k: self.count(k) for k in keys}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kb": self.kb,
+            "source": self.source,
+            "summary": self.summary(),
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "seconds": round(self.seconds, 3),
+            "committed": self.committed,
+            "files": [f.to_dict() for f in self.files],
+        }

@@ -1,0 +1,123 @@
+"""Hybrid search over one or several KBs: BM25 (tantivy) + vectors (usearch) fused
+with Reciprocal Rank Fusion, ``score = sum 1 / (k + rank)`` with k = 60.
+
+Every hit keeps each retriever's rank and score so a person can see *why* it
+won. Several KBs are searched independently and merged: RRF works on ranks,
+so scores never need to be comparable across indexes. A KB that fails is
+reported in ``failed_kbs`` and the others still answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kbagent.errors import BadInputError, KbagentError
+from kbagent.kb.embedder import Embedder, load_embedder
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.models import Hit
+
+RRF_K = 60
+MODES = ("hybrid", "bm25", "vector")
+
+
+@dataclass
+class SearchResult:
+    query: str
+    mode: str
+    hits: list[Hit]
+    failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
+
+
+def candidate_depth(k: int) -> int:
+    """How deep each retriever looks before fusion."""
+    return max(50, 3 * k)
+
+
+class HybridSearcher:
+    """Search a fixed set of open KBs. Query embeddings are computed once per model."""
+
+    def __init__(
+        self,
+        kbs: list[KnowledgeBase],
+        embedder_for: Callable[[str], Embedder] | None = None,
+    ) -> None:
+        self.kbs = kbs
+        self._embedder_for = embedder_for or (lambda model_id: load_embedder(model_id))
+
+    def embed_query(self, query: str) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for kb in self.kbs:
+            model = kb.embedding_model
+            if model not in out:
+                out[model] = self._embedder_for(model).encode([query])[0]
+        return out
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        query_vectors: dict[str, np.ndarray] | None = None,
+        allowed: Callable[[list[str]], bool] | None = None,
+    ) -> SearchResult:
+        """Top ``k`` chunks for ``query``. ``query_vectors`` (model id -> vector) skips
+        query embedding; ``allowed`` filters by a document's ACL."""
+        if mode not in MODES:
+            raise BadInputError(f"unknown search mode {mode!r} (choose from {', '.join(MODES)})")
+        query = query.strip()
+        if not query:
+            raise BadInputError("empty search query")
+        if k <= 0:
+            raise BadInputError("k must be at least 1")
+        depth = candidate_depth(k)
+        if mode != "bm25" and query_vectors is None:
+            query_vectors = self.embed_query(query)
+        failed: dict[str, str] = {}
+        # (kb, chunk_id) -> [bm25 rank, bm25 score, vector rank, vector score]
+        evidence: dict[tuple[int, int], list] = {}
+        for i, kb in enumerate(self.kbs):
+            try:
+                kb.refresh()
+                if mode != "vector":
+                    for rank, (cid, score) in enumerate(kb.lexical.search(query, depth), 1):
+                        evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
+                if mode != "bm25":
+                    vec = query_vectors[kb.embedding_model]
+                    for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth), 1):
+                        evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
+            except KbagentError as e:
+                failed[kb.name] = str(e)
+            except Exception as e:  # an index failing at query time must not sink the rest
+                failed[kb.name] = f"{type(e).__name__}: {e}"
+        scored = []
+        for key, (br, bs, vr, vs) in evidence.items():
+            if mode == "hybrid":
+                score = (1 / (RRF_K + br) if br else 0.0) + (1 / (RRF_K + vr) if vr else 0.0)
+            elif mode == "bm25":
+                score = bs
+            else:
+                score = vs
+            scored.append((score, key))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        hits: list[Hit] = []
+        rows_by_kb: dict[int, dict] = {}
+        # fetch rows lazily, keep going past rows an ACL filter rejects
+        for score, (i, cid) in scored:
+            if len(hits) >= k:
+                break
+            if i not in rows_by_kb:
+                ids = [c for _, (j, c) in scored if j == i][: depth * 2]
+                rows_by_kb[i] = self.kbs[i].store.chunks(ids)
+            row = rows_by_kb[i].get(cid)
+            if row is None or (allowed is not None and not allowed(row.access)):
+                continue
+            br, bs, vr, vs = evidence[(i, cid)]
+            hits.append(Hit(
+                kb=self.kbs[i].name, chunk_id=cid, path=row.path, start_line=row.start_line,
+                end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
+                bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
+            ))
+        return SearchResult(query, mode, hits, failed)

@@ -1,0 +1,203 @@
+"""The SQLite part of a KB generation: documents (with their stored text) and chunks.
+
+Chunk ids come from ``AUTOINCREMENT`` so an id is never reused within a KB's
+history; they are the keys of the tantivy and usearch indexes too.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbagent.kb.models import Chunk, ExtractedDoc, Line
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents(
+    id INTEGER PRIMARY KEY,
+    path TEXT UNIQUE NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    format TEXT NOT NULL,
+    language TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    access TEXT NOT NULL DEFAULT '[]',
+    text TEXT NOT NULL,
+    line_map TEXT,
+    n_chunks INTEGER NOT NULL DEFAULT 0,
+    ingested_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    heading TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(text_hash);
+"""
+
+
+@dataclass
+class DocRow:
+    id: int
+    path: str
+    title: str
+    format: str
+    content_hash: str
+    size: int
+    access: list[str]
+    n_chunks: int
+
+
+@dataclass
+class ChunkRow:
+    id: int
+    doc_id: int
+    path: str
+    title: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    access: list[str]
+
+
+def _line_map(lines: list[Line]) -> str | None:
+    if all(ln.number == i + 1 and ln.end in (0, ln.number) for i, ln in enumerate(lines)):
+        return None
+    return json.dumps([[ln.number, ln.last] for ln in lines], separators=(",", ":"))
+
+
+class Store:
+    """Thin typed wrapper over one generation's ``kb.sqlite``."""
+
+    def __init__(self, path: Path, readonly: bool = False) -> None:
+        self.path = path
+        if readonly:
+            uri = f"file:{path}?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self.conn = sqlite3.connect(path, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=DELETE")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.executescript(SCHEMA)
+        self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- writes ------------------------------------------------------------
+    def add_document(self, doc: ExtractedDoc, content_hash: str, size: int) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO documents(path,title,format,language,content_hash,size,access,text,"
+            "line_map,ingested_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+            (
+                doc.path, doc.title, doc.format, doc.language, content_hash, size,
+                json.dumps(doc.access), "\n".join(ln.text for ln in doc.lines),
+                _line_map(doc.lines), time.time(),
+            ),
+        )
+        return int(cur.lastrowid)
+
+    def add_chunks(self, doc_id: int, chunks: list[Chunk], hashes: list[str]) -> list[int]:
+        ids = []
+        for ch, h in zip(chunks, hashes, strict=True):
+            cur = self.conn.execute(
+                "INSERT INTO chunks(doc_id,ordinal,start_line,end_line,heading,text,text_hash) "
+                "VALUES(?,?,?,?,?,?,?)",
+                (doc_id, ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.text, h),
+            )
+            ids.append(int(cur.lastrowid))
+        self.conn.execute("UPDATE documents SET n_chunks=? WHERE id=?", (len(chunks), doc_id))
+        return ids
+
+    def delete_documents(self, doc_ids: Iterable[int]) -> list[int]:
+        """Delete documents and their chunks; return the deleted chunk ids."""
+        ids = list(doc_ids)
+        chunk_ids: list[int] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            chunk_ids += [
+                r[0] for r in self.conn.execute(
+                    f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part
+                )
+            ]
+            self.conn.execute(f"DELETE FROM chunks WHERE doc_id IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM documents WHERE id IN ({marks})", part)
+        return chunk_ids
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    # --- reads -------------------------------------------------------------
+    def documents(self) -> dict[str, DocRow]:
+        rows = self.conn.execute(
+            "SELECT id,path,title,format,content_hash,size,access,n_chunks FROM documents"
+        )
+        return {
+            r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7]) for r in rows
+        }
+
+    def chunk_ids_by_hash(self, doc_ids: list[int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(doc_ids), 500):
+            part = doc_ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for cid, h in self.conn.execute(
+                f"SELECT id,text_hash FROM chunks WHERE doc_id IN ({marks})", part
+            ):
+                out[h] = cid
+        return out
+
+    def count(self) -> tuple[int, int]:
+        docs = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return int(docs), int(chunks)
+
+    def all_chunk_ids(self) -> list[int]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM chunks ORDER BY id")]
+
+    def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        out: dict[int, ChunkRow] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
+                f"d.access FROM chunks c JOIN documents d ON d.id=c.doc_id WHERE c.id IN ({marks})",
+                part,
+            ):
+                out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                                     json.loads(r[8]))
+        return out
+
+    def document_lines(self, path: str) -> tuple[DocRow, list[Line]] | None:
+        row = self.conn.execute(
+            "SELECT id,path,title,format,content_hash,size,access,n_chunks,text,line_map "
+            "FROM documents WHERE path=?",
+            (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        doc = DocRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), row[7])
+        texts = row[8].split("\n")
+        if row[9] is None:
+            lines = [Line(i + 1, t) for i, t in enumerate(texts)]
+        else:
+            spans = json.loads(row[9])
+            lines = [
+                Line(n, t, e if e != n else 0) for (n, e), t in zip(spans, texts, strict=False)
+            ]
+        return doc, lines
+
+    def paths(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM documents ORDER BY path")]

@@ -1,0 +1,67 @@
+"""The vector side of a KB: a usearch index (cosine) keyed by chunk id.
+
+Readers memory-map the file (``view``); writers load it fully. Small indexes
+are searched exactly (brute force is cheap and has perfect recall), large
+ones through the HNSW graph.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+EXACT_BELOW = 20_000
+
+
+class VectorIndex:
+    def __init__(self, path: Path, dim: int, *, create: bool = False, view: bool = True) -> None:
+        from usearch.index import Index
+
+        self.path = path
+        self.dim = dim
+        if create:
+            self.index = Index(ndim=dim, metric="cos", dtype="f32", expansion_search=128)
+        else:
+            if not path.is_file():
+                raise FileNotFoundError(f"no vector index at {path}")
+            self.index = Index.restore(str(path), view=view)
+            if self.index is None:
+                raise ValueError(f"unreadable vector index at {path}")
+            if self.index.ndim != dim:
+                raise ValueError(f"vector index has dimension {self.index.ndim}, expected {dim}")
+            self.index.expansion_search = 128
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def add(self, keys: list[int], vectors: np.ndarray) -> None:
+        if keys:
+            self.index.add(np.asarray(keys, dtype=np.uint64), vectors)
+
+    def remove(self, keys: list[int]) -> None:
+        if keys:
+            self.index.remove(np.asarray(keys, dtype=np.uint64))
+
+    def get(self, keys: list[int]) -> dict[int, np.ndarray]:
+        out: dict[int, np.ndarray] = {}
+        if not keys:
+            return out
+        vecs = self.index.get(np.asarray(keys, dtype=np.uint64))
+        for k, v in zip(keys, vecs, strict=True):
+            if v is not None:
+                out[k] = np.asarray(v, dtype=np.float32)
+        return out
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        self.index.save(str(tmp))
+        tmp.replace(self.path)
+
+    def search(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """Return (chunk_id, cosine similarity) best first."""
+        n = len(self.index)
+        if n == 0 or limit <= 0:
+            return []
+        m = self.index.search(vector, min(limit, n), exact=n < EXACT_BELOW)
+        return [(int(k), float(1.0 - d)) for k, d in zip(m.keys, m.distances, strict=True)]

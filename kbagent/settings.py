@@ -1,0 +1,110 @@
+"""Settings in one place: defaults < config file < ``KBAGENT_*`` env < flags.
+
+The data home is ``$KBAGENT_HOME`` (default: the platform's user data dir).
+The config file is ``$KBAGENT_HOME/config.toml`` unless ``KBAGENT_CONFIG``
+names another; keys are the field names of :class:`Settings`. Tests point
+``KBAGENT_HOME`` at a temporary directory so nothing touches a user's data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbagent.errors import BadInputError
+
+ENV_PREFIX = "KBAGENT_"
+
+
+def default_home() -> Path:
+    env = os.environ.get("KBAGENT_HOME")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kbagent", appauthor=False))
+
+
+@dataclass
+class Settings:
+    """All tunables. Field names double as config keys and env suffixes."""
+
+    home: Path = field(default_factory=default_home)
+    # Knowledge base
+    embedding_model: str = "bundled"  # "bundled" or a local sentence-transformers dir
+    chunk_tokens: int = 200  # token budget per chunk (all-MiniLM-L6-v2 reads 256)
+    chunk_overlap: int = 32  # tokens of overlap when a long section is split
+    max_file_mb: float = 20.0  # larger files are skipped with a reason
+    embed_batch: int = 32
+    # LLM
+    llm_model: str = "bundled"  # "bundled" or a path to a GGUF file
+    llm_url: str = ""  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
+    llm_server_model: str = ""  # model name to send to the server
+    llm_api_key_env: str = "KBAGENT_LLM_API_KEY"  # env var holding the server's key
+    n_ctx: int = 8192
+    n_threads: int = 0  # 0 = llama.cpp's default
+    temperature: float = 0.0
+    seed: int = 42
+    max_tokens_per_step: int = 384
+    # Agent guards
+    max_steps: int = 5
+    token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
+    time_limit: float = 180.0  # seconds of wall time per question
+
+    @property
+    def config_path(self) -> Path:
+        env = os.environ.get(ENV_PREFIX + "CONFIG")
+        return Path(env).expanduser() if env else self.home / "config.toml"
+
+    @property
+    def kbs_dir(self) -> Path:
+        return self.home / "kbs"
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """Build settings from defaults, config file, env and explicit overrides
+        (flags); ``None`` overrides are ignored so unset flags do not win."""
+        s = cls()
+        # home decides where the config file lives, so settle it first
+        if overrides.get("home") is not None:
+            s.home = Path(overrides["home"]).expanduser()
+        path = s.config_path
+        if path.is_file():
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+                raise BadInputError(f"config file {path} is not valid TOML: {e}") from e
+            s._apply(data, f"config file {path}")
+        env = {
+            f.name: os.environ[ENV_PREFIX + f.name.upper()]
+            for f in dataclasses.fields(cls)
+            if f.name != "home" and ENV_PREFIX + f.name.upper() in os.environ
+        }
+        s._apply(env, "environment")
+        s._apply({k: v for k, v in overrides.items() if v is not None and k != "home"}, "flags")
+        return s
+
+    def _apply(self, data: dict[str, Any], origin: str) -> None:
+        types = {f.name: f.type for f in dataclasses.fields(self)}
+        for key, raw in data.items():
+            if key not in types:
+                raise BadInputError(f"unknown setting {key!r} in {origin}")
+            setattr(self, key, _coerce(key, types[key], raw, origin))
+
+
+def _coerce(key: str, typ: Any, raw: Any, origin: str) -> Any:
+    name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    try:
+        if name == "int":
+            return int(raw)
+        if name == "float":
+            return float(raw)
+        if name == "Path":
+            return Path(str(raw)).expanduser()
+        return str(raw)
+    except (TypeError, ValueError) as e:
+        raise BadInputError(f"setting {key!r} from {origin} must be {name}, got {raw!r}") from e

@@ -1,0 +1,31 @@
+"""Folder walking: ignore files, always-skipped folders, symlinks."""
+
+from __future__ import annotations
+
+import os
+
+from kbagent.kb.walker import walk
+
+
+def test_gitignore_and_kbagentignore_are_respected_at_every_level(make_folder):
+    root = make_folder({
+        ".gitignore": "build/\n*.log\n",
+        ".kbagentignore": "drafts/\n!keep.log\n",
+        "a.md": "a", "run.log": "x", "keep.log": "k",
+        "build/out.md": "x", "drafts/d.md": "x",
+        "sub/.gitignore": "secret.md\n", "sub/secret.md": "x", "sub/ok.md": "ok",
+        ".git/config": "x", "node_modules/pkg/readme.md": "x",
+    })
+    paths = [f.path for f in walk(root)]
+    assert paths == ["a.md", "keep.log", "sub/ok.md"]
+
+
+def test_symlinks_leaving_the_root_are_skipped(make_folder, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret")
+    root = make_folder({"in.md": "x"})
+    os.symlink(outside, root / "link.md")
+    os.symlink(root / "in.md", root / "alias.md")
+    paths = [f.path for f in walk(root)]
+    assert "link.md" not in paths
+    assert "in.md" in paths and "alias.md" in paths
