@@ -53,4 +53,5 @@ def main() -> None:
     app()
 
 
-from kbagent.cli import kb_commands  # noqa: E402,F401  (registers the commands on ``app``)
+# importing the command modules registers their commands on ``app``
+from kbagent.cli import ask_commands, kb_commands  # noqa: E402,F401

@@ -1,0 +1,154 @@
+"""Typed events streamed by the agent (see DESIGN.md: Agent, Surfaces).
+
+Every event has a ``type`` used in ``--jsonl`` output: ``step``, ``thought``,
+``action``, ``observation``, ``answer``, ``final``, ``error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass
+class StepStarted(Event):
+    type: ClassVar[str] = "step"
+    step: int
+    kind: str = "llm"  # llm | forced-final | retrieval
+
+
+@dataclass
+class ThoughtDelta(Event):
+    """A piece of the model's Thought text, as it is generated."""
+
+    type: ClassVar[str] = "thought"
+    step: int
+    text: str
+
+
+@dataclass
+class Action(Event):
+    type: ClassVar[str] = "action"
+    step: int
+    tool: str
+    args: dict[str, Any]
+    thought: str = ""
+
+
+@dataclass
+class Observation(Event):
+    type: ClassVar[str] = "observation"
+    step: int
+    tool: str
+    summary: str  # one line for people: hit count and sources
+    text: str  # what the model sees
+    ok: bool = True
+    citations: list[int] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    cached: bool = False
+    tokens: int = 0  # LLM tokens of the step that produced the action
+    ms: float = 0.0  # wall time of the step (LLM + tool)
+    tool_ms: float = 0.0
+
+
+@dataclass
+class AnswerDelta(Event):
+    """Answer text as it becomes final (citations already checked), sentence by sentence."""
+
+    type: ClassVar[str] = "answer"
+    text: str
+    supported: bool | None = None  # None: nothing to check (no claim / no citation needed)
+
+
+@dataclass
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    message: str
+    kind: str = "error"  # error | limit | cancelled | protocol
+
+
+@dataclass
+class StepRecord:
+    """One completed step, as kept in the final result."""
+
+    step: int
+    thought: str
+    action: str | None
+    args: dict[str, Any] | None
+    observation: str | None
+    summary: str | None
+    tokens: int
+    prompt_tokens: int
+    prompt_evaluated: int
+    completion_tokens: int
+    ms: float
+    llm_ms: float
+    tool_ms: float
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0  # sum of prompt lengths over LLM calls
+    prompt_evaluated: int = 0  # prompt tokens actually evaluated (KV cache misses)
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    llm_ms: float = 0.0
+    tool_ms: float = 0.0
+    wall_ms: float = 0.0
+
+    @property
+    def budget_tokens(self) -> int:
+        return self.prompt_evaluated + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "budget_tokens": self.budget_tokens}
+
+
+@dataclass
+class AgentResult:
+    question: str
+    answer: str
+    mode: str
+    status: str  # answered | limit | cancelled | error
+    steps: list[StepRecord] = field(default_factory=list)
+    references: list[dict[str, Any]] = field(default_factory=list)
+    all_references: list[dict[str, Any]] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = ""  # which limit ended the loop, if any
+    kbs: list[str] = field(default_factory=list)
+
+    def to_dict(self, all_references: bool = False) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "mode": self.mode,
+            "status": self.status,
+            "stop_reason": self.stop_reason,
+            "kbs": self.kbs,
+            "steps": [s.to_dict() for s in self.steps],
+            "references": self.all_references if all_references else self.references,
+            "unsupported": self.unsupported,
+            "usage": self.usage.to_dict(),
+        }
+
+
+@dataclass
+class Final(Event):
+    type: ClassVar[str] = "final"
+    result: AgentResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.result.to_dict()}

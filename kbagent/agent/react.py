@@ -1,0 +1,156 @@
+"""The ReAct text protocol: the GBNF grammar built from the tool registry, the
+step parser, and a streaming splitter for Thought and Final Answer text.
+
+A step is ``Thought: <one line>`` followed by either ``Action: <tool>`` and
+``Action Input: <JSON object>`` or ``Final Answer: <text>``. With llama.cpp
+the grammar makes every generated step parse: the tool name comes from the
+registry and the arguments match that tool's schema. Without a grammar
+(a server that rejects it) the parser is lenient and reports what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kbagent.agent.schema import GBNF_COMMON, schema_to_gbnf
+from kbagent.agent.tools import Tool
+
+STOP = ["\nObservation:", "Observation:"]
+
+
+def step_grammar(tools: dict[str, Tool], *, allow_final: bool = True,
+                 allow_actions: bool = True) -> str:
+    """GBNF for one step. ``allow_actions=False`` forces a final answer (limits hit);
+    ``allow_final=False`` forces a tool call (search before answering)."""
+    if not (allow_final or allow_actions) or (allow_actions and not tools):
+        raise ValueError("a step must allow a final answer or at least one tool")
+    rules = [
+        'root ::= "Thought: " thought "\\n" step',
+        "thought ::= [^\\n]{1,300}",
+        "step ::= " + " | ".join(
+            (["action"] if allow_actions else []) + (["final"] if allow_final else [])),
+    ]
+    if allow_actions:
+        names = list(tools)
+        rules.append('action ::= "Action: " (' + " | ".join(
+            f"call{i}" for i in range(len(names))) + ")")
+        for i, name in enumerate(names):
+            rules.append(f'call{i} ::= "{name}\\nAction Input: " args{i}')
+            rules.append(schema_to_gbnf(f"args{i}", tools[name].parameters))
+    if allow_final:
+        rules.append('final ::= "Final Answer: " [^\\n\\x00] [^\\x00]*')
+    return "\n".join(rules) + "\n" + GBNF_COMMON
+
+
+class ProtocolError(ValueError):
+    """The model's reply is not a valid step; the message says what to fix."""
+
+
+@dataclass
+class ParsedStep:
+    thought: str
+    action: str | None = None
+    args: dict[str, Any] | None = None
+    args_error: str | None = None
+    final: str | None = None
+
+
+_THOUGHT = re.compile(r"^\s*(?:Thought\s*:)?\s*(.*?)\s*(?=\n?\s*(?:Action\s*:|Final Answer\s*:)|$)",
+                      re.S | re.I)
+_FINAL = re.compile(r"Final Answer\s*:\s*(.*)\Z", re.S | re.I)
+_ACTION = re.compile(r"Action\s*:\s*`?([A-Za-z_][\w-]*)`?", re.I)
+_INPUT = re.compile(r"Action Input\s*:\s*", re.I)
+
+
+def _first_json_object(text: str) -> tuple[Any, str | None]:
+    start = text.find("{")
+    if start == -1:
+        return None, "Action Input is missing a JSON object"
+    depth, in_str, esc = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                try:
+                    return json.loads(text[start : i + 1]), None
+                except json.JSONDecodeError as e:
+                    return None, f"Action Input is not valid JSON ({e.msg})"
+    return None, "Action Input JSON is not closed"
+
+
+def parse_step(text: str) -> ParsedStep:
+    m = _THOUGHT.match(text)
+    thought = m.group(1).strip() if m else ""
+    final = _FINAL.search(text)
+    action = _ACTION.search(text)
+    if action and (not final or action.start() < final.start()):
+        step = ParsedStep(thought, action=action.group(1))
+        rest = text[action.end():]
+        inp = _INPUT.search(rest)
+        if inp is None:
+            step.args, step.args_error = {}, None if rest.strip() == "" else (
+                "missing 'Action Input:' line")
+            if rest.strip() == "":
+                step.args_error = None
+        else:
+            step.args, step.args_error = _first_json_object(rest[inp.end():])
+        return step
+    if final:
+        return ParsedStep(thought, final=final.group(1).strip())
+    raise ProtocolError("reply has neither 'Action:' nor 'Final Answer:'")
+
+
+class StepStreamer:
+    """Split streamed step text into Thought deltas and Final Answer deltas."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._thought_sent = 0
+        self._answer_sent = 0
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        self.text += piece
+        thought_delta = answer_delta = ""
+        body = self.text
+        m = re.match(r"\s*Thought\s*:[ \t]*", body, re.I)
+        if m is None and "thought:".startswith(body.strip().lower()):
+            return "", ""  # still reading the "Thought:" label itself
+        start = m.end() if m else 0
+        nl = body.find("\n", start)
+        line = body[start:] if nl == -1 else body[start:nl]
+        for marker in ("Action:", "Final Answer:"):
+            k = line.find(marker)
+            if k != -1:
+                line = line[:k]
+        if nl == -1:  # keep back a tail that could be the start of a marker
+            safe = len(line)
+            for marker in ("Action:", "Final Answer:"):
+                for j in range(1, len(marker)):
+                    if line.endswith(marker[:j]):
+                        safe = min(safe, len(line) - j)
+            line = line[:safe]
+        if len(line) > self._thought_sent:
+            thought_delta = line[self._thought_sent:]
+            self._thought_sent = len(line)
+        f = re.search(r"Final Answer\s*:[ \t]*", body, re.I)
+        if f:
+            answer = body[f.end():]
+            if len(answer) > self._answer_sent:
+                answer_delta = answer[self._answer_sent:]
+                self._answer_sent = len(answer)
+        return thought_delta, answer_delta

@@ -1,0 +1,315 @@
+"""The agent's tools over the KBs it was given, and their registry.
+
+Knowledge mode: ``list_kbs``, ``kb_search``, ``kb_semantic_search``, ``kb_grep``,
+``kb_cat``, ``kb_ls``, ``kb_glob``. Full mode adds ``calculate`` and ``plan``.
+A tool never raises into the loop: bad arguments, unknown paths, traversal
+attempts and index failures come back as observations worded for the model.
+Every chunk a tool shows enters the citation ledger; observations show the
+ledger numbers so the model can cite ``[n]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbagent.agent.calculator import CalcError, calculate, format_number
+from kbagent.agent.citations import CitationLedger, clean_text
+from kbagent.errors import KbagentError
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.search import HybridSearcher
+from kbagent.kb.views import FileViews
+
+OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
+MAX_TOP_K = 10
+
+
+@dataclass
+class ToolOutput:
+    text: str  # for the model
+    summary: str  # one line for people
+    ok: bool = True
+    citations: list[int] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    kbs: dict[str, KnowledgeBase]
+    searcher: HybridSearcher
+    ledger: CitationLedger
+    allowed: Callable[[list[str]], bool] | None = None  # ACL filter on documents
+    plan: list[str] = field(default_factory=list)
+    max_chars: int = OBSERVATION_CHARS
+
+    def views(self, kb: str) -> FileViews:
+        return FileViews(self.kbs[kb])
+
+    def pick_kbs(self, args: dict[str, Any]) -> list[str]:
+        names = [n for n in ([args["kb"]] if args.get("kb") else []) + list(args.get("kbs") or [])]
+        if not names:
+            return list(self.kbs)
+        unknown = [n for n in names if n not in self.kbs]
+        if unknown:
+            raise ToolFailure(f"unknown KB {', '.join(unknown)}; available: "
+                              f"{', '.join(self.kbs)} (see list_kbs)")
+        return list(dict.fromkeys(names))
+
+    def resolve_lines(self, kb: str, path: str, start: int, end: int) -> str | None:
+        try:
+            res = self.views(kb).cat(path, start, end, max_lines=10_000)
+        except KbagentError:
+            return None
+        return "\n".join(ln.text for ln in res.lines)
+
+
+class ToolFailure(Exception):
+    """A tool could not do what was asked; the message is for the model."""
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[ToolContext, dict[str, Any]], ToolOutput]
+    cites: bool = True  # whether its output enters the citation ledger
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or []}
+
+
+_KB = {"type": "string", "minLength": 1, "maxLength": 64}
+_QUERY = {"type": "string", "minLength": 1, "maxLength": 300}
+_TOP_K = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit] + " …"
+
+
+def _where(ctx: ToolContext, kb: str, path: str) -> str:
+    return f"{kb}:{path}" if len(ctx.kbs) > 1 else path
+
+
+# ------------------------------------------------------------------- tools
+def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> ToolOutput:
+    names = ctx.pick_kbs(args)
+    searcher = ctx.searcher if len(names) == len(ctx.kbs) else HybridSearcher(
+        [ctx.kbs[n] for n in names])
+    result = searcher.search(args["query"], k=args["top_k"], mode=mode, allowed=ctx.allowed)
+    failed = "".join(f"\nKB '{kb}' failed: {why}" for kb, why in result.failed_kbs.items())
+    if not result.hits:
+        return ToolOutput(f'No results for "{args["query"]}". Try other words, kb_grep for an '
+                          f"exact term, or kb_ls to browse.{failed}",
+                          f"0 hits for {args['query']!r}", ok=not result.failed_kbs)
+    per_hit = max(200, ctx.max_chars // len(result.hits) - 80)
+    lines = [f'{len(result.hits)} results for "{args["query"]}":']
+    cites, sources = [], []
+    for h in result.hits:
+        n = ctx.ledger.add(kb=h.kb, path=h.path, start_line=h.start_line, end_line=h.end_line,
+                           text=h.text, score=h.score, tool=tool, heading=h.heading)
+        label = f"[{n}]" if n else "[not citable: citation limit reached]"
+        head = f" ({h.heading})" if h.heading else ""
+        lines.append(f"{label} {_where(ctx, h.kb, h.path)}:{h.start_line}-{h.end_line}{head}")
+        lines.append(_shorten(clean_text(h.text), per_hit))
+        if n:
+            cites.append(n)
+        sources.append(f"{h.path}:{h.start_line}-{h.end_line}")
+    summary = f"{len(result.hits)} hits: " + ", ".join(dict.fromkeys(h.path for h in result.hits))
+    if result.failed_kbs:
+        summary += f" (failed: {', '.join(result.failed_kbs)})"
+        lines.append(f"failed_kbs: {', '.join(result.failed_kbs)}{failed}")
+    return ToolOutput("\n".join(lines), summary, True, list(dict.fromkeys(cites)), sources)
+
+
+def _kb_search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return _search(ctx, args, "hybrid", "kb_search")
+
+
+def _kb_semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    return _search(ctx, args, "vector", "kb_semantic_search")
+
+
+def _list_kbs(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    lines = [f"{name}: {kb.documents} documents, {kb.chunks} chunks"
+             for name, kb in ctx.kbs.items()]
+    return ToolOutput("Knowledge bases:\n" + "\n".join(lines), f"{len(ctx.kbs)} KBs")
+
+
+def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    names = ctx.pick_kbs(args)
+    total, files, blocks, cites, sources = 0, 0, [], [], []
+    truncated = False
+    for kb in names:
+        try:
+            res = ctx.views(kb).grep(args["pattern"], regex=args["regex"],
+                                     path_glob=args.get("path_glob", ""),
+                                     max_matches=args["max_matches"])
+        except KbagentError as e:
+            raise ToolFailure(str(e)) from e
+        truncated |= res.truncated
+        by_file: dict[str, list] = {}
+        for m in res.matches:
+            by_file.setdefault(m.path, []).append(m.line)
+        for path, lines in by_file.items():
+            n = ctx.ledger.add(kb=kb, path=path, start_line=min(ln.number for ln in lines),
+                               end_line=max(ln.last for ln in lines),
+                               text="\n".join(ln.text for ln in lines), tool="kb_grep")
+            label = f"[{n}] " if n else ""
+            blocks.append(f"{label}{_where(ctx, kb, path)}")
+            blocks += [f"  {ln.number}: {_shorten(ln.text, 200)}" for ln in lines]
+            if n:
+                cites.append(n)
+            sources.append(path)
+            total += len(lines)
+            files += 1
+    if not total:
+        return ToolOutput(f"No line matches {args['pattern']!r}. Try kb_search for related "
+                          "wording.", f"0 matches for {args['pattern']!r}")
+    more = " (more matches not shown; narrow the pattern or use path_glob)" if truncated else ""
+    text = f"{total} matching lines in {files} files{more}:\n" + "\n".join(blocks)
+    return ToolOutput(_cap(text, ctx.max_chars), f"{total} matches in {files} files",
+                      True, cites, sources)
+
+
+def _kb_cat(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    names = ctx.pick_kbs(args)
+    path = args["path"]
+    last_error: KbagentError | None = None
+    for kb in names:
+        try:
+            end = args.get("end_line")
+            start = args.get("start_line", 1)
+            if end is None:
+                end = start + 79
+            res = ctx.views(kb).cat(path, start, end, max_lines=120)
+        except KbagentError as e:
+            last_error = e
+            continue
+        if not res.lines:
+            return ToolOutput(f"{path}: no text in lines {start}-{end}.", "no text", ok=False)
+        n = ctx.ledger.add(kb=kb, path=res.path, start_line=res.lines[0].number,
+                           end_line=max(ln.last for ln in res.lines),
+                           text="\n".join(ln.text for ln in res.lines), tool="kb_cat")
+        first, last = res.lines[0].number, max(ln.last for ln in res.lines)
+        head = (f"[{n}] " if n else "") + (f"{_where(ctx, kb, res.path)} lines {first}-{last} "
+                                           f"of {res.total_lines}:")
+        body = "\n".join(f"{ln.number}| {ln.text}" for ln in res.lines)
+        body = _cap(body, ctx.max_chars - 200)
+        more = f"\n(continue at line {res.next_line})" if res.next_line else "\n(end of file)"
+        return ToolOutput(f"{head}\n{body}{more}", f"read {res.path}:{first}-{last}", True,
+                          [n] if n else [], [f"{res.path}:{first}-{last}"])
+    msg = str(last_error) if last_error else f"no file '{path}'"
+    raise ToolFailure(f"{msg}; use kb_ls or kb_glob to find paths")
+
+
+def _kb_ls(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    out = []
+    for kb in ctx.pick_kbs(args):
+        try:
+            entries = ctx.views(kb).ls(args.get("path", ""))
+        except KbagentError as e:
+            if len(ctx.kbs) == 1:
+                raise ToolFailure(f"{e}; call kb_ls with no path to see the top level") from e
+            continue
+        out.append((f"{kb}:\n" if len(ctx.kbs) > 1 else "") + "\n".join(entries))
+    if not out:
+        raise ToolFailure(f"no folder '{args.get('path', '')}' in any KB")
+    text = "\n".join(out)
+    return ToolOutput(_cap(text, ctx.max_chars), f"{len(text.splitlines())} entries")
+
+
+def _kb_glob(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    found = []
+    for kb in ctx.pick_kbs(args):
+        try:
+            found += [_where(ctx, kb, p) for p in ctx.views(kb).glob(args["pattern"])]
+        except KbagentError as e:
+            raise ToolFailure(str(e)) from e
+    if not found:
+        return ToolOutput(f"No paths match {args['pattern']!r}. Try kb_ls.",
+                          f"0 paths for {args['pattern']!r}")
+    return ToolOutput(_cap("\n".join(found), ctx.max_chars), f"{len(found)} paths")
+
+
+def _calculate(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    try:
+        value = calculate(args["expression"])
+    except CalcError as e:
+        raise ToolFailure(str(e)) from e
+    shown = format_number(value)
+    return ToolOutput(f"{args['expression']} = {shown}", f"= {shown}")
+
+
+def _plan(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
+    ctx.plan = list(args["steps"])
+    body = "\n".join(f"{i}. {s}" for i, s in enumerate(ctx.plan, 1))
+    return ToolOutput(f"Plan recorded:\n{body}\nNow carry out step 1.", f"{len(ctx.plan)} steps")
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return text[: cut if cut > 0 else limit] + "\n… (output truncated)"
+
+
+KNOWLEDGE_TOOLS = [
+    Tool("kb_search", "Hybrid keyword + semantic search of the knowledge bases. Start here.",
+         _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_search),
+    Tool("kb_semantic_search", "Meaning-based search only; for paraphrased questions.",
+         _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_semantic_search),
+    Tool("kb_grep", "Find lines containing an exact word, number or regex.",
+         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
+               "regex": {"type": "boolean", "default": False},
+               "path_glob": {"type": "string", "maxLength": 200}, "kb": _KB,
+               "max_matches": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30}},
+              ["pattern"]), _kb_grep),
+    Tool("kb_cat", "Read numbered lines of one file.",
+         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300},
+               "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+               "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+               "kb": _KB}, ["path"]), _kb_cat),
+    Tool("kb_ls", "List the files and folders in a folder of a knowledge base.",
+         _obj({"path": {"type": "string", "maxLength": 300}, "kb": _KB}), _kb_ls, cites=False),
+    Tool("kb_glob", "List file paths matching a glob such as finance/*.md.",
+         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200}, "kb": _KB},
+              ["pattern"]), _kb_glob, cites=False),
+    Tool("list_kbs", "List the knowledge bases you can search.", _obj({}), _list_kbs,
+         cites=False),
+]
+FULL_TOOLS = [
+    Tool("calculate", "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
+         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
+              ["expression"]), _calculate, cites=False),
+    Tool("plan", "Write down the steps you will take for a complex question.",
+         _obj({"steps": {"type": "array", "maxItems": 8}}, ["steps"]), _plan, cites=False),
+]
+
+
+def registry(mode: str = "knowledge") -> dict[str, Tool]:
+    tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == "full" else [])
+    return {t.name: t for t in tools}
+
+
+def run_tool(tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> tuple[ToolOutput, float]:
+    """Run a tool; every failure becomes an observation. Returns (output, ms)."""
+    started = time.perf_counter()
+    try:
+        out = tool.run(ctx, args)
+    except ToolFailure as e:
+        out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
+    except KbagentError as e:
+        out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
+    except Exception as e:  # a tool bug must not end the session
+        out = ToolOutput(f"{tool.name} failed ({type(e).__name__}: {e}); try another tool.",
+                         f"error: {type(e).__name__}", ok=False)
+    return out, (time.perf_counter() - started) * 1000

@@ -1,0 +1,127 @@
+"""Render the agent's event stream for a terminal: steps on stderr, answer on stdout."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from rich.markup import escape
+
+from kbagent.agent.events import (
+    Action,
+    AgentResult,
+    AnswerDelta,
+    ErrorEvent,
+    Event,
+    Final,
+    Observation,
+    StepStarted,
+    ThoughtDelta,
+)
+
+_BADGE = re.compile(r"\[(\d+)\]")
+
+
+def badges(text: str, styled: bool) -> str:
+    """Escape text for rich and style ``[n]`` citation badges."""
+    if not styled:
+        return escape(text)
+    parts = _BADGE.split(text)  # text, number, text, number, ...
+    return "".join(escape(p) if i % 2 == 0 else f"[bold black on cyan] {p} [/]"
+                   for i, p in enumerate(parts))
+
+
+class EventRenderer:
+    """Live rendering of one question: thoughts, actions and observations on stderr,
+    the answer (sentence by sentence, badges styled) on stdout."""
+
+    def __init__(self, out: Any, err: Any, *, quiet: bool = False) -> None:
+        self.out = out
+        self.err = err
+        self.quiet = quiet
+        self._in_thought = False
+        self._answer_started = False
+        self.styled = bool(getattr(out, "is_terminal", False))
+
+    def _end_thought(self) -> None:
+        if self._in_thought:
+            self.err.print()
+            self._in_thought = False
+
+    def __call__(self, ev: Event) -> None:
+        if isinstance(ev, AnswerDelta):
+            self._end_thought()
+            text = badges(ev.text, self.styled)
+            if ev.supported is False:
+                text = (f"[yellow underline]{text.rstrip()}[/] [yellow]⚠[/] "
+                        if self.styled else text)
+            self.out.print(text, end="")
+            self._answer_started = True
+            return
+        if self.quiet:
+            return
+        if isinstance(ev, StepStarted):
+            self._end_thought()
+            label = {"llm": "", "forced-final": " (final answer)", "retrieval": " (retrieval)",
+                     "answer": " (answer)"}.get(ev.kind, "")
+            self.err.print(f"[bold magenta]▸ step {ev.step}{label}[/]")
+        elif isinstance(ev, ThoughtDelta):
+            if not self._in_thought:
+                self.err.print("  [dim]thought:[/] ", end="")
+                self._in_thought = True
+            self.err.print(f"[dim]{escape(ev.text)}[/]", end="")
+        elif isinstance(ev, Action):
+            self._end_thought()
+            args = json.dumps(ev.args, ensure_ascii=False)
+            self.err.print(f"  [cyan]→ {escape(ev.tool)}[/] {escape(args)}")
+        elif isinstance(ev, Observation):
+            colour = "green" if ev.ok else "red"
+            cached = " [dim](cached)[/]" if ev.cached else ""
+            self.err.print(f"  [{colour}]← {escape(ev.summary)}[/]{cached} "
+                           f"[dim]({ev.tokens} tokens, {ev.ms:.0f} ms)[/]")
+        elif isinstance(ev, ErrorEvent):
+            self._end_thought()
+            colour = "yellow" if ev.kind in ("protocol", "cancelled") else "red"
+            self.err.print(f"  [{colour}]! {escape(ev.message)}[/]")
+
+    def finish(self, result: AgentResult, *, all_references: bool = False) -> None:
+        self._end_thought()
+        if self._answer_started:
+            self.out.print()
+        if self.quiet:
+            return
+        refs = result.all_references if all_references else result.references
+        if refs:
+            self.out.print()
+            self.out.print("[bold]References[/]" if self.styled else "References")
+            for doc in refs:
+                for c in doc["chunks"]:
+                    self.out.print(reference_line(c, self.styled))
+        for sentence in result.unsupported:
+            self.err.print(f"[yellow]⚠ not supported by its cited sources:[/] "
+                           f"{escape(sentence)}")
+        u = result.usage
+        stop = f"; stopped: {result.stop_reason}" if result.stop_reason else ""
+        self.err.print(
+            f"[dim]{result.mode} mode, {len(result.steps)} steps, {u.llm_calls} LLM calls, "
+            f"{u.prompt_evaluated}+{u.completion_tokens} tokens, "
+            f"{u.wall_ms / 1000:.1f}s{escape(stop)}[/]")
+
+
+def reference_line(c: dict[str, Any], styled: bool) -> str:
+    score = f"({c['score']:.3f})" if c.get("score") is not None else "(read)"
+    first = c["excerpt"][:100]
+    mark = "" if c.get("supported") is not False else "  ⚠ unsupported"
+    where = f"{c['path']}:{c['start_line']}-{c['end_line']}"
+    if styled:
+        return (f"[bold black on cyan] {c['n']} [/] [cyan]{escape(where)}[/]  "
+                f"[green]{score}[/]  {escape(first)}{mark}")
+    return escape(f"[{c['n']}] {where}  {score}  {first}{mark}")
+
+
+def final_of(events: list[Event]) -> AgentResult | None:
+    for ev in reversed(events):
+        if isinstance(ev, Final):
+            return ev.result
+    return None
