@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: install
-	$(PY) -m ruff check kbagent tests bench
+	$(PY) -m ruff check kbagent tests bench scripts
 
 test: install lint
 	$(PY) -m pytest -q
