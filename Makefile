@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.kbagent-installed
 DEMO_HOME ?= $(CURDIR)/.kbagent-demo
+KB     := KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent
 
 .PHONY: install test lint demo bench clean
 
@@ -28,10 +29,16 @@ test: install lint
 	$(PY) -m pytest -q
 
 demo: install
-	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent ingest sample_kb --kb sample
-	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent kbs
-	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent search "retry policy backoff" --kb sample -k 3
-	KBAGENT_HOME=$(DEMO_HOME) $(VENV)/bin/kbagent search "Q3 gross margin" --kb sample -k 3
+	$(KB) ingest sample_kb --kb sample
+	$(KB) kbs
+	$(KB) search "retry policy backoff" --kb sample -k 3
+	$(KB) ask "What is the default TTL for prompt cache entries?" --kb sample
+	$(KB) ref
+	$(KB) ask "Compare Q2 and Q3 gross margin and explain the change" --kb sample --tools full
+
+bench: install
+	$(PY) bench/bench_kb.py
+	$(PY) bench/bench_agent.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .ruff_cache

@@ -134,8 +134,9 @@ def test_max_steps_forces_one_final_answer_turn(kb):
     assert [e.kind for e in events if isinstance(e, StepStarted)] == ["llm", "llm",
                                                                       "forced-final"]
     forced = llm.calls[-1]
-    assert "Action:" not in forced["grammar"] and "Final Answer" in forced["grammar"]
-    assert "Stop now (step limit of 2 reached)" in forced["messages"][-1].content
+    assert forced["grammar"] is None  # the final turn is a plain answer
+    assert "Stop searching now (step limit of 2 reached)" in forced["messages"][-1].content
+    assert "Question: How much is the Business tier?" in forced["messages"][-1].content
     assert "$2,400" in result.answer
 
 
@@ -255,7 +256,11 @@ def test_rag_mode_is_one_search_then_an_answer(kb):
                          "Which GPU model does the Kestrel Edge appliance use?")
     assert result.mode == "rag" and len(llm.calls) == 1
     assert [a.tool for a in events if isinstance(a, Action)] == ["kb_search"]
-    assert "Action:" not in llm.calls[0]["grammar"]
+    prompt = llm.calls[0]["messages"]
+    assert prompt[0].content.startswith("Answer the question using only the sources")
+    assert prompt[1].content.startswith("Sources:\n[1] ")
+    assert prompt[1].content.endswith("Question: Which GPU model does the Kestrel Edge "
+                                      "appliance use?")
     assert result.references and "L40S" in result.answer
 
 

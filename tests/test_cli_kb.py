@@ -145,3 +145,41 @@ def test_version_and_help():
     assert run("--version").stdout.startswith("kbagent ")
     res = run("--help")
     assert res.exit_code == 0 and "ingest" in res.stdout and "search" in res.stdout
+
+
+def test_ctrl_c_mid_ingest_exits_130_and_keeps_the_kb(docs_kb, monkeypatch):
+    from kbagent.kb.ingest import Ingestor
+
+    (docs_kb / "new.md").write_text("# New\n\nZebras graze at dawn.\n")
+
+    def interrupted(self, *a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Ingestor, "_embed", interrupted)
+    res = run("ingest", str(docs_kb), "--kb", "docs")
+    assert res.exit_code == ExitCode.INTERRUPTED
+    assert "interrupted; KB 'docs' is unchanged" in res.stderr
+    monkeypatch.undo()
+    hits = json.loads(run("search", "zebras", "--kb", "docs", "--json", "--mode", "bm25").stdout)
+    assert hits == []
+    assert run("ingest", str(docs_kb), "--kb", "docs").exit_code == 0
+    hits = json.loads(run("search", "zebras", "--kb", "docs", "--json", "--mode", "bm25").stdout)
+    assert hits[0]["path"] == "new.md"
+
+
+def test_progress_bar_reports_files_and_chunks(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from kbagent.cli import kb_commands
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120)
+    bar = kb_commands._ProgressBar(True)
+    bar._console = console
+    with bar:
+        bar("scan", 3, 3)
+        bar("embed", 10, 40)
+    text = buf.getvalue()
+    assert "reading files" in text and "embedding chunks" in text and "10/40" in text

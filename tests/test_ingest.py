@@ -293,5 +293,14 @@ def test_manifest_is_plain_inspectable_json(settings, make_folder, embedder):
     kb_dir = settings.kbs_dir / "docs"
     m = json.loads((kb_dir / current_generation(kb_dir) / "manifest.json").read_text())
     assert m["schema_version"] == 1 and m["documents"] == 3
-    assert m["chunker"] == {"version": 1, "max_tokens": 200, "overlap": 32}
+    assert m["chunker"] == {"version": 2, "max_tokens": 200, "overlap": 32}
     assert os.path.isdir(kb_dir / current_generation(kb_dir) / "tantivy")
+
+
+def test_rebuild_of_a_healthy_kb_reuses_its_vectors(settings, make_folder, embedder):
+    folder = make_folder(SMALL_DOCS)
+    first = ingest(settings, folder, embedder)
+    report = Ingestor(settings, "docs", embedder=embedder).run(folder, rebuild=True)
+    assert report.committed and report.chunks_embedded == 0
+    assert report.chunks_total == first.chunks_total
+    assert paths_found(settings, "exponential backoff jitter")[0] == "guide/retry.md"

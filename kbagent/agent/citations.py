@@ -27,11 +27,17 @@ MIN_LCS = 20  # characters (CJK characters count 2.5) for a copied-sentence matc
 PARAPHRASE_OVERLAP = 0.6  # share of the sentence's content words found in a chunk
 SUPPORT_THRESHOLD = 0.5
 
-_TAG = re.compile(r"<[^>]{1,200}>")
+# Known HTML elements only: "<tenant_id>" in a Markdown code sample is content, not a tag.
+HTML_TAGS = ("a|abbr|b|blockquote|br|code|dd|del|details|div|dl|dt|em|h[1-6]|hr|i|img|ins|kbd|"
+             "li|mark|ol|p|pre|q|s|small|span|strong|sub|summary|sup|table|tbody|td|th|thead|"
+             "tr|u|ul")
+_TAG = re.compile(rf"</?(?:{HTML_TAGS})\b[^>]{{0,200}}>", re.IGNORECASE)
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MD_PREFIX = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)")
-_MD_EMPH = re.compile(r"(\*\*|__|~~|`+)")
-_SINGLE_EMPH = re.compile(r"(?<![\w*])[*_](?=\S)(.+?)(?<=\S)[*_](?![\w*])")
+# Markup only: list numbers, underscores (code identifiers like __init__) and every word
+# stay, so an excerpt can still be found in the lines on disk.
+_MD_PREFIX = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+)")
+_MD_EMPH = re.compile(r"(\*\*|~~|`+)")
+_SINGLE_EMPH = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])")
 _RULE = re.compile(r"^\s*([-=*_|:+\s])\1{2,}\s*$|^[\s|:+-]+$")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _TOKEN = re.compile(
@@ -190,6 +196,11 @@ _VARIANT = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(r"\[(\d+)\]")
+_RESTART = re.compile(
+    r"(?:^|\n)[ \t]*(?:the\s+)?final\s+answer(?:\s+is)?\s*:[ \t]*|(?:^|\n)[ \t]*"
+    r"(?:thought|question|observation|action)\s*:",
+    re.IGNORECASE,
+)
 
 
 def _expand(group: str) -> list[int]:
@@ -253,7 +264,7 @@ def sentence_spans(text: str, final: bool = True) -> tuple[list[str], str]:
     start = 0
     for m in _END.finditer(text):
         end = m.end()
-        if _is_abbreviation(text, m.start()):
+        if m.start() < start or _is_abbreviation(text, m.start()):
             continue
         while end < len(text) and text[end] in " \t":
             end += 1
@@ -311,6 +322,20 @@ class AnswerProcessor:
         self._buffer += delta
         done, self._buffer = sentence_spans(self._buffer, final=False)
         return [self._process(s) for s in done]
+
+    def cut_restart(self) -> bool:
+        """A small model often restarts its answer ("The final answer is: ...") or the
+        protocol ("Thought:") after answering. Drop such a restart; True if one was cut.
+        The same phrase at the very start of the answer is only stripped."""
+        if not self.sentences:
+            lead = _RESTART.match(self._buffer)
+            if lead and lead.start() == 0 and self._buffer[lead.end():].strip():
+                self._buffer = self._buffer[lead.end():].lstrip()
+        m = _RESTART.search(self._buffer, 0 if self.sentences else 1)
+        if m is None or (not self.sentences and not self._buffer[: m.start()].strip()):
+            return False
+        self._buffer = self._buffer[: m.start()].rstrip()
+        return True
 
     def trim_repetition(self, window: int = 24) -> bool:
         """Detect a degenerate loop in the unfinished text (a small model repeating

@@ -126,6 +126,8 @@ class AgentResult:
     references: list[dict[str, Any]] = field(default_factory=list)
     all_references: list[dict[str, Any]] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
+    # the answer sentence by sentence: text, cited numbers, support score and verdict
+    sentences: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""  # which limit ended the loop, if any
     kbs: list[str] = field(default_factory=list)
@@ -141,6 +143,7 @@ class AgentResult:
             "steps": [s.to_dict() for s in self.steps],
             "references": self.all_references if all_references else self.references,
             "unsupported": self.unsupported,
+            "sentences": self.sentences,
             "usage": self.usage.to_dict(),
         }
 

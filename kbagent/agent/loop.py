@@ -35,7 +35,15 @@ from kbagent.agent.events import (
     Usage,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
-from kbagent.agent.react import STOP, ProtocolError, StepStreamer, parse_step, step_grammar
+from kbagent.agent.react import (
+    ANSWER_STOP,
+    STOP,
+    ProtocolError,
+    StepStreamer,
+    action_token_bound,
+    parse_step,
+    step_grammar,
+)
 from kbagent.agent.router import route
 from kbagent.agent.schema import ArgumentError, example_args, validate
 from kbagent.agent.tools import Tool, ToolContext, ToolOutput, registry, run_tool
@@ -44,6 +52,7 @@ from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 
 MODES = ("auto", "agent", "rag", "direct")
+FINAL_SOURCE_CHARS = 400  # per source in the rag answer prompt
 
 
 @dataclass
@@ -92,7 +101,6 @@ class _Run:
         self.usage.prompt_evaluated += c.prompt_evaluated
         self.usage.completion_tokens += c.completion_tokens
         self.usage.llm_calls += 1
-        self.usage.llm_ms += c.ms
 
 
 class Agent:
@@ -145,12 +153,13 @@ class Agent:
                   ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
         """Stream one LLM call; yield Thought/Answer deltas. Returns
         (completion or None if stopped early, text, why it stopped early)."""
-        streamer = StepStreamer()
+        streamer = StepStreamer(answer_only=final_turn)
         gen = self.llm.stream(s.messages, grammar=grammar if self.llm.supports_grammar else None,
-                              stop=STOP, max_tokens=max_tokens)
+                              stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens)
         completion: Completion | None = None
         aborted = ""
         hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
+        llm_s = 0.0  # time spent inside the backend only: the loop's own work is separate
         try:
             while True:
                 if self._cancel.is_set():
@@ -159,11 +168,14 @@ class Agent:
                 if time.perf_counter() > hard_deadline:
                     aborted = "time limit"
                     break
+                t0 = time.perf_counter()
                 try:
                     piece = next(gen)
                 except StopIteration as stop:
                     completion = stop.value
                     break
+                finally:
+                    llm_s += time.perf_counter() - t0
                 thought, answer = streamer.feed(piece)
                 if thought:
                     yield ThoughtDelta(step, thought)
@@ -174,23 +186,25 @@ class Agent:
                             aborted = "repetition"
                             break
                         yield AnswerDelta(sent.text, sent.supported)
-                    if aborted or s.processor.trim_repetition():
+                    if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
                         aborted = "repetition"
                         break
         finally:
             if completion is None:
+                t0 = time.perf_counter()
                 gen.close()
+                llm_s += time.perf_counter() - t0
+            s.usage.llm_ms += llm_s * 1000
         if completion is None:
-            # what the stopped call cost, as far as the backend can tell
-            completion = getattr(self.llm, "last_usage", None)
-            if aborted == "repetition":  # a looping answer is cut, then treated as finished
-                aborted = ""
-                completion = completion or Completion(streamer.text, 0, 0, 0, "repetition", 0)
-            elif completion is not None:
-                s.count(completion)
-                completion = None
-        if completion is not None:
-            s.count(completion)
+            partial = getattr(self.llm, "last_usage", None)  # what the stopped call cost
+            if aborted != "repetition":
+                if partial is not None:
+                    s.count(partial)
+                return None, streamer.text, aborted
+            aborted = ""  # a looping answer is cut, then treated as finished
+            completion = partial or Completion(streamer.text, 0, 0, 0, "repetition", 0)
+        s.count(completion)
+        completion.ms = llm_s * 1000
         return completion, streamer.text, aborted
 
     def _limit(self, s: _Run, step: int) -> str:
@@ -222,10 +236,14 @@ class Agent:
             yield StepStarted(step)
             first_search = cfg.search_first and step == 1 and "kb_search" in s.tools
             allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
-            grammar = step_grammar(allowed_tools, allow_final=not first_search)
+            grammar = step_grammar(allowed_tools, allow_final=not first_search,
+                                   kb_names=list(self.kbs))
+            # never cut a tool call short: the limit covers the grammar's worst case
+            max_tokens = max(cfg.max_tokens_per_step,
+                             action_token_bound(allowed_tools, list(self.kbs)))
             try:
-                completion, text, aborted = yield from self._generate(
-                    s, step, grammar, cfg.max_tokens_per_step)
+                completion, text, aborted = yield from self._generate(s, step, grammar,
+                                                                      max_tokens)
             except ContextFull:
                 yield from self._final_turn(s, step, "context window full", compact=True)
                 return
@@ -319,24 +337,31 @@ class Agent:
         return rec
 
     # ---------------------------------------------------------- final turns
-    def _final_turn(self, s: _Run, step: int, reason: str, *, instruction: str = "",
+    def _final_turn(self, s: _Run, step: int, reason: str, *, rag: bool = False,
                     compact: bool = False) -> Iterator[Event]:
-        """One grammar-forced Final Answer over the gathered evidence."""
+        """One final-answer turn over the gathered evidence, without a grammar: the
+        whole reply is the answer (a Thought line, if the model writes one, is shown
+        as a thought)."""
         s.stop_reason = s.stop_reason or reason
         started = time.perf_counter()
-        yield StepStarted(step, kind="forced-final" if not instruction else "answer")
-        note = instruction or prompts.FORCE_FINAL.format(reason=reason)
-        if s.messages and s.messages[-1].role == "user":
-            s.messages[-1] = Message("user", s.messages[-1].content + "\n\n" + note)
+        yield StepStarted(step, kind="answer" if rag else "forced-final")
+        if rag:
+            sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in list(s.ledger)[:8]]
+            s.messages = [Message("system", prompts.FINAL_SYSTEM),
+                          Message("user", prompts.sources_message(s.question, sources))]
         else:
-            s.messages.append(Message("user", note))
+            note = prompts.FORCE_FINAL.format(reason=reason, question=s.question)
+            if s.messages and s.messages[-1].role == "user":
+                s.messages[-1] = Message("user", s.messages[-1].content + "\n\n" + note)
+            else:
+                s.messages.append(Message("user", note))
         if compact:
             self._compact(s)
-        grammar = step_grammar(s.tools, allow_actions=False)
+        completion, aborted = None, ""
         for attempt in range(2):
             try:
-                completion, text, aborted = yield from self._generate(
-                    s, step, grammar, self.config.final_max_tokens, final_turn=True)
+                completion, _, aborted = yield from self._generate(
+                    s, step, None, self.config.final_max_tokens, final_turn=True)
                 break
             except ContextFull:
                 if attempt:
@@ -353,12 +378,8 @@ class Agent:
         if completion is None:
             yield from self._fallback_answer(s, "limit", reason)
             return
-        try:
-            thought = parse_step(text).thought
-        except ProtocolError:
-            thought = ""
-        self._record(s, step, thought, None, None, None, completion, started, 0.0)
-        yield from self._finish(s, "limit" if not instruction else "answered")
+        self._record(s, step, "", None, None, None, completion, started, 0.0)
+        yield from self._finish(s, "answered" if rag else "limit")
 
     def _compact(self, s: _Run) -> None:
         """Shrink older observations so the final turn fits the context window."""
@@ -385,6 +406,10 @@ class Agent:
             steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
             all_references=s.ledger.references(None, support),
             unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
+            sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
+                        "support": None if x.support is None else round(x.support, 3),
+                        "supported": x.supported}
+                       for x in s.processor.sentences if x.text.strip()],
             usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
 
     def _evidence_lines(self, s: _Run, limit: int = 3) -> str:
@@ -447,9 +472,7 @@ class Agent:
         if self._cancel.is_set():
             yield from self._cancelled(s)
             return
-        yield from self._final_turn(s, step + 1, "", instruction=(
-            "Write the Final Answer now from these observations, citing their numbers. If they "
-            "do not answer the question, say the knowledge base does not say."))
+        yield from self._final_turn(s, step + 1, "", rag=True)
 
     def _direct(self, s: _Run) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools."""
@@ -460,25 +483,14 @@ class Agent:
                       Message("user", s.question)]
         s.processor.auto_cite = False
         try:
-            gen = self.llm.stream(s.messages, max_tokens=160)
-            completion = None
-            while completion is None:
-                if self._cancel.is_set():
-                    gen.close()
-                    yield from self._cancelled(s)
-                    return
-                try:
-                    piece = next(gen)
-                except StopIteration as stop:
-                    completion = stop.value
-                    break
-                for sent in s.processor.feed(piece):
-                    yield AnswerDelta(sent.text, sent.supported)
+            completion, _, aborted = yield from self._generate(s, 1, None, 160, final_turn=True)
         except BackendError as e:
             yield ErrorEvent(str(e))
             yield from self._fallback_answer(s, "error", f"the model failed: {e}")
             return
-        s.count(completion)
+        if aborted == "cancelled":
+            yield from self._cancelled(s)
+            return
         self._record(s, 1, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered")
 

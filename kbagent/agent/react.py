@@ -15,21 +15,32 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kbagent.agent.schema import GBNF_COMMON, schema_to_gbnf
+from kbagent.agent.schema import (
+    BYTES_PER_CHAR,
+    GBNF_COMMON,
+    schema_to_gbnf,
+    with_kb_names,
+    worst_case_bytes,
+)
 from kbagent.agent.tools import Tool
 
 STOP = ["\nObservation:", "Observation:"]
+MAX_THOUGHT = 150  # characters
+ANSWER_STOP = [*STOP, "\nQuestion:"]
 
 
 def step_grammar(tools: dict[str, Tool], *, allow_final: bool = True,
-                 allow_actions: bool = True) -> str:
+                 allow_actions: bool = True, thought: str = "",
+                 kb_names: list[str] | None = None) -> str:
     """GBNF for one step. ``allow_actions=False`` forces a final answer (limits hit);
-    ``allow_final=False`` forces a tool call (search before answering)."""
+    ``allow_final=False`` forces a tool call (search before answering); ``thought``
+    fixes the Thought text (final turns, where the reasoning already happened)."""
     if not (allow_final or allow_actions) or (allow_actions and not tools):
         raise ValueError("a step must allow a final answer or at least one tool")
+    fixed = json.dumps(thought) if thought else ""
     rules = [
         'root ::= "Thought: " thought "\\n" step',
-        "thought ::= [^\\n]{1,300}",
+        f"thought ::= {fixed}" if thought else f"thought ::= [^\\n]{{1,{MAX_THOUGHT}}}",
         "step ::= " + " | ".join(
             (["action"] if allow_actions else []) + (["final"] if allow_final else [])),
     ]
@@ -39,10 +50,23 @@ def step_grammar(tools: dict[str, Tool], *, allow_final: bool = True,
             f"call{i}" for i in range(len(names))) + ")")
         for i, name in enumerate(names):
             rules.append(f'call{i} ::= "{name}\\nAction Input: " args{i}')
-            rules.append(schema_to_gbnf(f"args{i}", tools[name].parameters))
+            schema = with_kb_names(tools[name].parameters, kb_names or [])
+            rules.append(schema_to_gbnf(f"args{i}", schema))
     if allow_final:
         rules.append('final ::= "Final Answer: " [^\\n\\x00] [^\\x00]*')
     return "\n".join(rules) + "\n" + GBNF_COMMON
+
+
+def action_token_bound(tools: dict[str, Tool], kb_names: list[str] | None = None) -> int:
+    """Tokens that always suffice for a complete ``Thought`` + ``Action`` step under
+    :func:`step_grammar` (byte-level BPE: a token covers at least one byte)."""
+    thought = len("Thought: \n") + MAX_THOUGHT * BYTES_PER_CHAR
+    call = max(
+        len(f"Action: {name}\nAction Input: ")
+        + worst_case_bytes(with_kb_names(t.parameters, kb_names or []))
+        for name, t in tools.items()
+    )
+    return thought + call + 8
 
 
 class ProtocolError(ValueError):
@@ -116,17 +140,46 @@ def parse_step(text: str) -> ParsedStep:
 
 
 class StepStreamer:
-    """Split streamed step text into Thought deltas and Final Answer deltas."""
+    """Split streamed step text into Thought deltas and Final Answer deltas.
 
-    def __init__(self) -> None:
+    With ``answer_only`` (final-answer turns, generated without a grammar) the
+    whole reply is the answer, unless the model still opened with a ``Thought:``
+    line, in which case the answer starts after it (or after ``Final Answer:``)."""
+
+    def __init__(self, answer_only: bool = False) -> None:
         self.text = ""
+        self.answer_only = answer_only
         self._thought_sent = 0
         self._answer_sent = 0
+
+    def _answer_start(self, body: str) -> int | None:
+        f = re.search(r"Final Answer\s*:[ \t]*", body, re.I)
+        if f:
+            return f.end()
+        if not self.answer_only:
+            return None
+        stripped = body.lstrip()
+        if not stripped or (len(stripped) < 8 and "thought:".startswith(stripped.lower())):
+            return None  # could still become "Thought:"
+        if re.match(r"\s*Thought\s*:", body, re.I):
+            nl = body.find("\n")
+            if nl == -1 or "final answer:".startswith(body[nl + 1 :].lstrip()[:13].lower()):
+                return None
+            return nl + 1
+        return 0
 
     def feed(self, piece: str) -> tuple[str, str]:
         self.text += piece
         thought_delta = answer_delta = ""
         body = self.text
+        if self.answer_only and not re.match(r"\s*(Thought|Final Answer)\s*:", body, re.I):
+            start = self._answer_start(body)
+            if start is None:
+                return "", ""
+            answer = body[start:]
+            delta = answer[self._answer_sent :]
+            self._answer_sent = len(answer)
+            return "", delta
         m = re.match(r"\s*Thought\s*:[ \t]*", body, re.I)
         if m is None and "thought:".startswith(body.strip().lower()):
             return "", ""  # still reading the "Thought:" label itself
@@ -147,9 +200,9 @@ class StepStreamer:
         if len(line) > self._thought_sent:
             thought_delta = line[self._thought_sent:]
             self._thought_sent = len(line)
-        f = re.search(r"Final Answer\s*:[ \t]*", body, re.I)
-        if f:
-            answer = body[f.end():]
+        start = self._answer_start(body)
+        if start is not None:
+            answer = body[start:]
             if len(answer) > self._answer_sent:
                 answer_delta = answer[self._answer_sent:]
                 self._answer_sent = len(answer)

@@ -96,14 +96,22 @@ def example_args(schema: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ GBNF
 GBNF_COMMON = r"""
 ws ::= [ ]?
-jstring ::= "\"" jchar{0,200} "\""
-jstring1 ::= "\"" jchar{1,200} "\""
-jchar ::= [^"\\\x00-\x1f] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+jchar ::= [^"\\\x00-\x1f] | "\\" ["\\/bfnrt]
 jint ::= "-"? [0-9]{1,7}
 jnumber ::= "-"? [0-9]{1,15} ("." [0-9]{1,10})?
 jbool ::= "true" | "false"
-jstrings ::= "[" ws (jstring1 ("," ws jstring1){0,19})? ws "]"
 """
+# Grammar strings are bounded so that a whole tool call has a known worst-case size:
+# at most 4 UTF-8 bytes per character and at least one byte per token, so the step's
+# token limit can always fit a complete call (see worst_case_bytes and the loop).
+MAX_GRAMMAR_STRING = 120
+BYTES_PER_CHAR = 4
+
+
+def _string_rule(spec: dict[str, Any]) -> str:
+    lo = max(0, int(spec.get("minLength", 0)))
+    hi = min(int(spec.get("maxLength", MAX_GRAMMAR_STRING)), MAX_GRAMMAR_STRING)
+    return f'("\\"" jchar{{{lo},{hi}}} "\\"")'
 
 
 def _value_rule(spec: dict[str, Any]) -> str:
@@ -111,9 +119,55 @@ def _value_rule(spec: dict[str, Any]) -> str:
     if typ == "string":
         if "enum" in spec:
             return "(" + " | ".join(json.dumps(json.dumps(v)) for v in spec["enum"]) + ")"
-        return "jstring1" if spec.get("minLength", 0) > 0 else "jstring"
-    return {"integer": "jint", "number": "jnumber", "boolean": "jbool",
-            "array": "jstrings"}.get(typ, "jstring")
+        return _string_rule(spec)
+    if typ == "integer":
+        return _int_rule(spec)
+    if typ == "array":
+        item = _string_rule(spec.get("items", {"minLength": 1}))
+        n = int(spec.get("maxItems", 10))
+        return f'("[" ws ({item} ("," ws {item}){{0,{n - 1}}})? ws "]")'
+    return {"number": "jnumber", "boolean": "jbool"}.get(typ, _string_rule({}))
+
+
+def worst_case_bytes(schema: dict[str, Any]) -> int:
+    """An upper bound on the UTF-8 bytes of an argument object the grammar allows."""
+    total = 2
+    for name, spec in schema.get("properties", {}).items():
+        total += len(name) + 6  # quotes, colon, comma, spaces
+        typ = spec.get("type")
+        if typ == "string" and "enum" in spec:
+            total += 2 + max(len(str(v).encode()) for v in spec["enum"])
+        elif typ == "string":
+            cap = min(int(spec.get("maxLength", MAX_GRAMMAR_STRING)), MAX_GRAMMAR_STRING)
+            total += 2 + cap * BYTES_PER_CHAR
+        elif typ == "array":
+            item = spec.get("items", {})
+            cap = min(int(item.get("maxLength", MAX_GRAMMAR_STRING)), MAX_GRAMMAR_STRING)
+            total += 2 + int(spec.get("maxItems", 10)) * (cap * BYTES_PER_CHAR + 4)
+        else:
+            total += 27
+    return total
+
+
+def _int_rule(spec: dict[str, Any]) -> str:
+    """Integers inside [minimum, maximum]: every value the grammar allows is valid (a
+    large range may lose its top end: max 100 generates 1-99)."""
+    lo, hi = spec.get("minimum"), spec.get("maximum")
+    if lo is None or hi is None or lo < 0:
+        return "jint"
+    if hi - lo <= 40:
+        return "(" + " | ".join(f'"{v}"' for v in range(hi, lo - 1, -1)) + ")"
+    digits = len(str(hi)) - 1  # numbers with fewer digits than hi are all <= hi
+    first = "[1-9]" if lo >= 1 else "[0-9]"
+    return f"{first} [0-9]{{0,{max(0, digits - 1)}}}" if digits > 1 else first
+
+
+def with_kb_names(schema: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The schema with its ``kb`` argument restricted to the KBs of this session."""
+    props = schema.get("properties", {})
+    if "kb" not in props or not names:
+        return schema
+    return {**schema, "properties": {**props, "kb": {**props["kb"], "enum": list(names)}}}
 
 
 def schema_to_gbnf(rule: str, schema: dict[str, Any]) -> str:

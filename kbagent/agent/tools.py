@@ -75,7 +75,6 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     run: Callable[[ToolContext, dict[str, Any]], ToolOutput]
-    cites: bool = True  # whether its output enters the citation ledger
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -83,7 +82,7 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
 
 
 _KB = {"type": "string", "minLength": 1, "maxLength": 64}
-_QUERY = {"type": "string", "minLength": 1, "maxLength": 300}
+_QUERY = {"type": "string", "minLength": 1, "maxLength": 120}
 _TOP_K = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
 
 
@@ -117,9 +116,10 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
         n = ctx.ledger.add(kb=h.kb, path=h.path, start_line=h.start_line, end_line=h.end_line,
                            text=h.text, score=h.score, tool=tool, heading=h.heading)
         label = f"[{n}]" if n else "[not citable: citation limit reached]"
-        head = f" ({h.heading})" if h.heading else ""
-        lines.append(f"{label} {_where(ctx, h.kb, h.path)}:{h.start_line}-{h.end_line}{head}")
-        lines.append(_shorten(clean_text(h.text), per_hit))
+        # text first, location after: small models copy whatever comes first
+        lines.append(f"{label} {_shorten(clean_text(h.text), per_hit)}")
+        lines.append(f"    (source: {_where(ctx, h.kb, h.path)}, lines "
+                     f"{h.start_line}-{h.end_line})")
         if n:
             cites.append(n)
         sources.append(f"{h.path}:{h.start_line}-{h.end_line}")
@@ -268,30 +268,31 @@ KNOWLEDGE_TOOLS = [
     Tool("kb_semantic_search", "Meaning-based search only; for paraphrased questions.",
          _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_semantic_search),
     Tool("kb_grep", "Find lines containing an exact word, number or regex.",
-         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
+         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 120},
                "regex": {"type": "boolean", "default": False},
-               "path_glob": {"type": "string", "maxLength": 200}, "kb": _KB,
+               "path_glob": {"type": "string", "maxLength": 80}, "kb": _KB,
                "max_matches": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30}},
               ["pattern"]), _kb_grep),
     Tool("kb_cat", "Read numbered lines of one file.",
-         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300},
+         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 120},
                "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "kb": _KB}, ["path"]), _kb_cat),
     Tool("kb_ls", "List the files and folders in a folder of a knowledge base.",
-         _obj({"path": {"type": "string", "maxLength": 300}, "kb": _KB}), _kb_ls, cites=False),
+         _obj({"path": {"type": "string", "maxLength": 120}, "kb": _KB}), _kb_ls),
     Tool("kb_glob", "List file paths matching a glob such as finance/*.md.",
-         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200}, "kb": _KB},
-              ["pattern"]), _kb_glob, cites=False),
-    Tool("list_kbs", "List the knowledge bases you can search.", _obj({}), _list_kbs,
-         cites=False),
+         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 80}, "kb": _KB},
+              ["pattern"]), _kb_glob),
+    Tool("list_kbs", "List the knowledge bases you can search.", _obj({}), _list_kbs),
 ]
 FULL_TOOLS = [
     Tool("calculate", "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
-         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
-              ["expression"]), _calculate, cites=False),
+         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 120}},
+              ["expression"]), _calculate),
     Tool("plan", "Write down the steps you will take for a complex question.",
-         _obj({"steps": {"type": "array", "maxItems": 8}}, ["steps"]), _plan, cites=False),
+         _obj({"steps": {"type": "array", "maxItems": 6,
+                         "items": {"type": "string", "minLength": 1, "maxLength": 80}}},
+              ["steps"]), _plan),
 ]
 
 

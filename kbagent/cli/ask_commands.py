@@ -120,7 +120,7 @@ def ask(
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
-        show_reference(settings, result.to_dict(True), open_ref, editor)
+        show_reference(settings, {"all_references": result.all_references}, open_ref, editor)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
@@ -137,16 +137,17 @@ def save_last_answer(settings: Any, result: Any) -> None:
     from kbagent.kb.knowledge_base import write_atomic
 
     settings.home.mkdir(parents=True, exist_ok=True)
-    write_atomic(settings.home / LAST_ANSWER,
-                 json.dumps(result.to_dict(all_references=True), ensure_ascii=False))
+    data = {**result.to_dict(), "all_references": result.all_references}
+    write_atomic(settings.home / LAST_ANSWER, json.dumps(data, ensure_ascii=False))
 
 
 def _find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
-    for doc in answer.get("references", []):
+    docs = answer.get("all_references") or answer.get("references", [])
+    for doc in docs:
         for c in doc["chunks"]:
             if c["n"] == n:
                 return c
-    known = sorted(c["n"] for d in answer.get("references", []) for c in d["chunks"])
+    known = sorted(c["n"] for d in docs for c in d["chunks"])
     raise NotFoundError(f"no reference [{n}] in the last answer"
                         + (f" (known: {', '.join(map(str, known))})" if known else ""))
 
@@ -185,8 +186,9 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) 
 @handles_errors
 def ref(
     ctx: typer.Context,
-    n: Annotated[int, typer.Argument(help="Reference number from the last answer.",
-                                     show_default=False)],
+    n: Annotated[int | None, typer.Argument(help="Reference number from the last answer "
+                                            "(default: its first reference).",
+                                            show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="Open $EDITOR at the cited line.")] = (
         False),
 ) -> None:
@@ -199,4 +201,9 @@ def ref(
         answer = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise BadInputError(f"cannot read the last answer ({e}); ask again") from e
+    if n is None:
+        cited = [c["n"] for d in answer.get("references", []) for c in d["chunks"]]
+        if not cited:
+            fail("the last answer has no references", ExitCode.NOT_FOUND)
+        n = cited[0]
     show_reference(settings, answer, n, editor)

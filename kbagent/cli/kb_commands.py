@@ -37,6 +37,7 @@ class _ProgressBar:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
+        self._console: Any = None  # default: stderr
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
 
@@ -56,7 +57,7 @@ class _ProgressBar:
                 TextColumn("{task.description:<17}"), BarColumn(), MofNCompleteColumn(),
                 TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                 TextColumn("eta"), TimeRemainingColumn(),
-                console=stderr_console(), transient=False,
+                console=self._console or stderr_console(), transient=False,
             )
             self._progress.__enter__()
         return self

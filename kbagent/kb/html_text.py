@@ -40,7 +40,7 @@ class _Converter(HTMLParser):
         self._pre = 0
         self._prefix = ""
         self._in_title = False
-        self._lists: list[list[int | None]] = []  # per list: [counter or None for ul]
+        self._lists: list[str] = []  # open ul/ol elements
         self._cells = 0
 
     # --- line buffer -------------------------------------------------------
@@ -95,7 +95,7 @@ class _Converter(HTMLParser):
             return
         if tag in ("ul", "ol"):
             self._flush()
-            self._lists.append([1 if tag == "ol" else None])
+            self._lists.append(tag)
             return
         if tag in _JOINED:
             self._flush()
@@ -103,13 +103,9 @@ class _Converter(HTMLParser):
             if tag[0] == "h" and tag[1:].isdigit():
                 self._prefix = "#" * int(tag[1]) + " "
             elif tag == "li":
-                counter = self._lists[-1][0] if self._lists else None
-                indent = "  " * max(0, len(self._lists) - 1)
-                if counter is None:
-                    self._prefix = indent + "- "
-                else:
-                    self._prefix = f"{indent}{counter}. "
-                    self._lists[-1][0] = counter + 1
+                # "- " for ordered lists too: a generated "3." is not text on disk, and a
+                # citation's excerpt must be findable in the cited lines
+                self._prefix = "  " * max(0, len(self._lists) - 1) + "- "
             return
         if tag in _BLOCK:
             self._flush()

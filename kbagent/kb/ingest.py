@@ -194,10 +194,17 @@ class Ingestor:
                 f"KB '{self.name}' was built with embedding model "
                 f"{manifest.get('embedding_model')!r}, not {model_id!r}; add --rebuild to re-embed"
             )
+        if chunker.get("version") != CHUNKER_VERSION:
+            raise BadInputError(
+                f"KB '{self.name}' was built by an older kbagent (extraction/chunking "
+                f"v{chunker.get('version')}, now v{CHUNKER_VERSION}); add --rebuild to "
+                "update it (embeddings are reused)"
+            )
         if chunker != want:
             raise BadInputError(
-                f"KB '{self.name}' was chunked with {chunker}, settings now say {want}; "
-                "add --rebuild to re-chunk"
+                f"KB '{self.name}' was chunked with {chunker['max_tokens']} tokens and "
+                f"{chunker['overlap']} overlap, settings now say {want['max_tokens']} and "
+                f"{want['overlap']}; add --rebuild to re-chunk"
             )
 
     def _open_base_store(self, gen: str, manifest: dict) -> Store:
@@ -290,7 +297,8 @@ class Ingestor:
             gone = [base_docs[p].id for p in removed] + [
                 base_docs[p.doc.path].id for p in pending if p.doc.path in base_docs
             ]
-            reuse: dict[str, np.ndarray] = {}
+            reuse: dict[str, np.ndarray] = {} if incremental else self._salvage(base_gen,
+                                                                                model_id)
             if gone:
                 by_hash = store.chunk_ids_by_hash(gone)
                 vecs = vectors.get(list(by_hash.values()))
@@ -347,6 +355,31 @@ class Ingestor:
                 shutil.rmtree(gen_dir, ignore_errors=True)
         cache.discard()
         self._prune(keep={gen, base_gen})
+
+    def _salvage(self, base_gen: str | None, model_id: str) -> dict[str, np.ndarray]:
+        """On --rebuild, reuse the old generation's vectors by text hash when it is
+        consistent and used the same model (a chunker upgrade then costs no embedding);
+        a damaged generation is ignored and everything is embedded again."""
+        if not base_gen:
+            return {}
+        gen_dir = self.dir / base_gen
+        try:
+            manifest = read_manifest(gen_dir)
+            if manifest.get("embedding_model") != model_id:
+                return {}
+            store = Store(gen_dir / "kb.sqlite", readonly=True)
+            try:
+                rows = store.conn.execute("SELECT id, text_hash FROM chunks").fetchall()
+            finally:
+                store.close()
+            vectors = VectorIndex(gen_dir / "vectors.usearch", int(manifest["embedding_dim"]))
+            if len(vectors) != len(rows) or LexicalIndex(gen_dir / "tantivy").num_docs() != len(
+                    rows):
+                return {}
+            vecs = vectors.get([cid for cid, _ in rows])
+            return {h: vecs[cid] for cid, h in rows if cid in vecs}
+        except Exception:  # unreadable in any way: nothing to salvage
+            return {}
 
     def _copy_generation(self, src: Path, dst: Path) -> None:
         dst.mkdir(parents=True)

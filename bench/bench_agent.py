@@ -1,0 +1,187 @@
+"""Agent benchmark over tests/data/sample_questions.jsonl with the bundled model.
+
+Runs every question in each mode (default: agent and rag, side by side in one run),
+then reports per mode: latency median/p95, steps per question, prompt tokens
+evaluated per step vs prompt length (KV-cache reuse), the loop's own overhead as a
+share of wall time (outside LLM and tool time), answer correctness and gold-path
+recall per question kind, citation precision, the share of answer sentences with a
+supported citation, and whether every reference resolves to its lines on disk.
+
+    .venv/bin/python bench/bench_agent.py [--modes agent,rag] [--limit N] [--kinds factoid,...]
+
+Results: bench/out/agent_results.json (per question) and a summary on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.disk_check import resolves  # noqa: E402
+
+NOT_IN_KB = re.compile(r"does not (say|mention|contain|include|specify|provide)|not (in|found in|"
+                       r"available in) the (knowledge base|sources|documents)|no information|"
+                       r"could not find|cannot find|don't have|do not have|not mentioned|"
+                       r"unknown", re.I)
+
+
+def correct(q: dict, result) -> bool:
+    answer = result.answer
+    if q["kind"] == "chit-chat":
+        return bool(answer.strip()) and not any(s.action for s in result.steps)
+    if q["kind"] == "unanswerable":
+        return bool(NOT_IN_KB.search(answer))
+    norm = lambda t: re.sub(r"[\s,]", "", t.lower())  # noqa: E731  ($2,400 == $2400)
+    return norm(q["answer"]) in norm(answer)
+
+
+def pct(xs: list[float], p: float) -> float:
+    if not xs:
+        return 0.0
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
+    from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+    from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+
+    home = Path(tempfile.mkdtemp(prefix="kbagent-bench-"))
+    settings = Settings.load(home=home)
+    embedder = load_embedder()
+    Ingestor(settings, "sample", embedder=embedder).run(ROOT / "sample_kb")
+    kb = KnowledgeBase(settings, "sample")
+    llm = LlamaCppLLM(bundled_model_path(), n_ctx=8192)
+    questions = [json.loads(line) for line in
+                 (ROOT / "tests/data/sample_questions.jsonl").read_text().splitlines()]
+    if kinds:
+        questions = [q for q in questions if q["kind"] in kinds]
+    questions = questions[:limit] if limit else questions
+    # warm up: model and embedder loaded, first-call costs paid before timing
+    run_to_result(Agent(llm, [kb], AgentConfig(mode="rag")), "What is Kestrel Gateway?")
+    rows = []
+    for q in questions:
+        for mode in modes:
+            agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full"))
+            t0 = time.perf_counter()
+            result = run_to_result(agent, q["question"])
+            wall = time.perf_counter() - t0
+            cited = [c for d in result.references for c in d["chunks"]]
+            seen = {c["path"] for d in result.all_references for c in d["chunks"]}
+            sentences = result.sentences
+            supported = [x for x in sentences if x["cited"] and x["supported"]]
+            llm_steps = [s for s in result.steps if s.prompt_tokens]
+            rows.append({
+                "id": q["id"], "kind": q["kind"], "mode": mode, "routed": result.mode,
+                "status": result.status, "wall_s": wall, "steps": len(result.steps),
+                "llm_ms": result.usage.llm_ms, "tool_ms": result.usage.tool_ms,
+                "loop_ms": max(0.0, wall * 1000 - result.usage.llm_ms - result.usage.tool_ms),
+                "prompt_tokens": [s.prompt_tokens for s in llm_steps],
+                "prompt_evaluated": [s.prompt_evaluated for s in llm_steps],
+                "correct": correct(q, result),
+                "gold_recall": (len(set(q["gold_paths"]) & seen) / len(q["gold_paths"])
+                                if q["gold_paths"] else None),
+                "cited": len(cited),
+                "cited_gold": sum(1 for c in cited if c["path"] in q["gold_paths"]),
+                "sentences": len(sentences), "supported_sentences": len(supported),
+                "refs": sum(len(d["chunks"]) for d in result.all_references),
+                "refs_resolved": sum(1 for d in result.all_references for c in d["chunks"]
+                                     if resolves(str(ROOT / "sample_kb"), c)),
+                "answer": result.answer,
+            })
+            r = rows[-1]
+            print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
+                  f"{wall:6.1f}s steps={r['steps']} {result.answer[:90]!r}", flush=True)
+    return {"rows": rows, "modes": modes}
+
+
+def summarize(data: dict) -> str:
+    rows, modes = data["rows"], data["modes"]
+    out = []
+    head = "| metric | " + " | ".join(modes) + " |"
+    out += [head, "|---|" + "---|" * len(modes)]
+
+    def line(name: str, fn) -> None:
+        out.append(f"| {name} | " + " | ".join(fn([r for r in rows if r["mode"] == m])
+                                                for m in modes) + " |")
+
+    line("questions", lambda rs: str(len(rs)))
+    line("latency median (s)", lambda rs: f"{statistics.median([r['wall_s'] for r in rs]):.1f}")
+    line("latency p95 (s)", lambda rs: f"{pct([r['wall_s'] for r in rs], 0.95):.1f}")
+    line("steps per question (mean)", lambda rs: f"{statistics.mean(r['steps'] for r in rs):.2f}")
+
+    def kv(rs):
+        later = [(e, p) for r in rs for e, p in zip(r["prompt_evaluated"][1:],
+                                                     r["prompt_tokens"][1:], strict=True)]
+        if not later:
+            return "n/a (1 LLM call)"
+        ev, pl = sum(e for e, _ in later), sum(p for _, p in later)
+        return f"{ev / len(later):.0f} of {pl / len(later):.0f} ({100 * ev / pl:.0f}%)"
+
+    line("prompt tokens evaluated / prompt length, LLM calls after the first", kv)
+
+    def overhead(rs):
+        wall = sum(r["wall_s"] for r in rs) * 1000
+        return f"{100 * sum(r['loop_ms'] for r in rs) / wall:.2f}%"
+
+    line("loop overhead (outside LLM + tools) share of wall", overhead)
+    line("LLM share of wall", lambda rs: (
+        f"{100 * sum(r['llm_ms'] for r in rs) / (1000 * sum(r['wall_s'] for r in rs)):.0f}%"))
+    for kind in ("factoid", "composite", "calculation", "chit-chat", "unanswerable"):
+        line(f"correct: {kind}", lambda rs, k=kind: (
+            f"{sum(r['correct'] for r in rs if r['kind'] == k)}/"
+            f"{sum(1 for r in rs if r['kind'] == k)}"))
+    line("correct: all", lambda rs: f"{sum(r['correct'] for r in rs)}/{len(rs)} "
+         f"({100 * sum(r['correct'] for r in rs) / len(rs):.0f}%)")
+    for kind in ("factoid", "composite", "calculation"):
+        line(f"gold-path recall: {kind}", lambda rs, k=kind: (
+            lambda xs: f"{statistics.mean(xs):.2f}" if xs else "n/a")(
+            [r["gold_recall"] for r in rs if r["kind"] == k and r["gold_recall"] is not None]))
+    line("citation precision (cited chunks from a gold path / all cited)", lambda rs: (
+        f"{sum(r['cited_gold'] for r in rs)}/{sum(r['cited'] for r in rs)} "
+        f"({100 * sum(r['cited_gold'] for r in rs) / max(1, sum(r['cited'] for r in rs)):.0f}%)"))
+    def supported(rs):
+        ok, total = sum(r["supported_sentences"] for r in rs), sum(r["sentences"] for r in rs)
+        return f"{ok}/{total} ({100 * ok / max(1, total):.0f}%)"
+
+    line("answer sentences with a supported citation", supported)
+    line("references resolving to lines on disk", lambda rs: (
+        f"{sum(r['refs_resolved'] for r in rs)}/{sum(r['refs'] for r in rs)} "
+        f"({100 * sum(r['refs_resolved'] for r in rs) / max(1, sum(r['refs'] for r in rs)):.0f}%)"))
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--modes", default="agent,rag")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--kinds", default="")
+    args = ap.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    started = time.perf_counter()
+    data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))))
+    (ROOT / "bench/out").mkdir(parents=True, exist_ok=True)
+    (ROOT / "bench/out/agent_results.json").write_text(json.dumps(data, indent=1))
+    print()
+    print(summarize(data))
+    print(f"\n(total {time.perf_counter() - started:.0f}s)")
+
+
+if __name__ == "__main__":
+    main()

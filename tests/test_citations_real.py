@@ -1,0 +1,42 @@
+"""Every reference of every answer over the sample questions (bundled model) resolves:
+the cited lines on disk contain the excerpt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.disk_check import resolves
+from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.conftest import ROOT, SAMPLE_KB
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.timeout(1800)
+def test_all_references_resolve_to_lines_on_disk(sample_settings, capsys):
+    questions = [json.loads(line) for line in
+                 (ROOT / "tests/data/sample_questions.jsonl").read_text().splitlines()]
+    kb = KnowledgeBase(sample_settings, "sample")
+    llm = LlamaCppLLM(bundled_model_path(), n_ctx=8192)
+    total, bad, cited = 0, [], 0
+    for q in questions:
+        # rag mode: one LLM call a question keeps this test to minutes; the references
+        # come from retrieval either way (bench/bench_agent.py covers agent mode too)
+        agent = Agent(llm, [kb], AgentConfig(mode="rag", final_max_tokens=120))
+        result = run_to_result(agent, q["question"])
+        cited += sum(len(d["chunks"]) for d in result.references)
+        for doc in result.all_references:
+            for ref in doc["chunks"]:
+                total += 1
+                if not resolves(str(SAMPLE_KB), ref):
+                    bad.append((q["id"], ref["path"], ref["start_line"], ref["end_line"],
+                                ref["excerpt"][:80]))
+    with capsys.disabled():
+        print(f"\n[citations] {total} references ({cited} cited) over {len(questions)} answers:"
+              f" {total - len(bad)} resolve ({100 * (total - len(bad)) / max(1, total):.1f}%)")
+    assert total > len(questions)
+    assert bad == []

@@ -1,0 +1,116 @@
+"""Grammar generation, the token bound of a tool call, the step parser, argument schemas."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbagent.agent.react import (
+    MAX_THOUGHT,
+    ProtocolError,
+    StepStreamer,
+    action_token_bound,
+    parse_step,
+    step_grammar,
+)
+from kbagent.agent.schema import ArgumentError, validate, worst_case_bytes
+from kbagent.agent.tools import registry
+
+
+def test_grammar_names_every_tool_and_the_final_answer():
+    g = step_grammar(registry("full"))
+    for name in registry("full"):
+        assert f'"{name}\\nAction Input: "' in g
+    assert '"Final Answer: "' in g and "root ::=" in g
+
+
+def test_search_first_and_final_only_variants():
+    tools = registry()
+    first = step_grammar({"kb_search": tools["kb_search"]}, allow_final=False)
+    assert "Final Answer" not in first and "kb_grep" not in first
+    final = step_grammar(tools, allow_actions=False)
+    assert "Action:" not in final and "Final Answer" in final
+    with pytest.raises(ValueError):
+        step_grammar(tools, allow_actions=False, allow_final=False)
+
+
+def test_argument_values_are_constrained_in_the_grammar():
+    g = step_grammar(registry(), kb_names=["eng", "hr"])
+    args0 = next(line for line in g.splitlines() if line.startswith("args0 ::="))
+    assert '("\\"eng\\"" | "\\"hr\\"")' in args0  # kb limited to the session's KBs
+    assert '"10" | "9"' in args0 and '"11"' not in args0  # top_k within 1..10
+    assert "jchar{1,120}" in args0
+
+
+def _max_string(n: int) -> str:
+    return "😀" * n  # 4 UTF-8 bytes a character: the worst case
+
+
+@pytest.mark.parametrize("mode", ["knowledge", "full"])
+def test_a_maximal_call_fits_the_token_bound(mode):
+    """Byte-level BPE uses at least one byte a token, so bytes bound tokens."""
+    tools = registry(mode)
+    for name, tool in tools.items():
+        args = {}
+        for prop, spec in tool.parameters["properties"].items():
+            if spec["type"] == "string":
+                args[prop] = _max_string(min(spec.get("maxLength", 120), 120))
+            elif spec["type"] == "array":
+                args[prop] = [_max_string(spec["items"]["maxLength"])] * spec["maxItems"]
+            elif spec["type"] == "boolean":
+                args[prop] = False
+            else:
+                args[prop] = spec.get("maximum", 9_999_999)
+        call = (f"Thought: {_max_string(MAX_THOUGHT)}\nAction: {name}\nAction Input: "
+                f"{json.dumps(args, ensure_ascii=False)}")
+        assert len(json.dumps(args, ensure_ascii=False).encode()) <= worst_case_bytes(
+            tool.parameters)
+        assert len(call.encode()) <= action_token_bound(tools), name
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "args", "final"),
+    [
+        ('Thought: look\nAction: kb_search\nAction Input: {"query": "x"}', "kb_search",
+         {"query": "x"}, None),
+        ("Thought: done\nFinal Answer: It is 4 [1].\nSecond line.", None, None,
+         "It is 4 [1].\nSecond line."),
+        ('thought: lower\naction: `kb_cat`\naction input: {"path": "a.md"} trailing', "kb_cat",
+         {"path": "a.md"}, None),
+        ("Final Answer: no thought", None, None, "no thought"),
+        ('Action: kb_search\nAction Input: {"query": "a {brace} \\"q\\""}', "kb_search",
+         {"query": 'a {brace} "q"'}, None),
+    ],
+)
+def test_parse_step_variants(text, action, args, final):
+    step = parse_step(text)
+    assert step.action == action and step.final == final
+    if args is not None:
+        assert step.args == args and step.args_error is None
+
+
+def test_parse_step_errors():
+    with pytest.raises(ProtocolError):
+        parse_step("I think the answer is blue.")
+    step = parse_step("Thought: x\nAction: kb_search\nAction Input: [1, 2]")
+    assert step.args_error == "Action Input is missing a JSON object"
+
+
+def test_validate_arguments():
+    schema = registry()["kb_search"].parameters
+    assert validate("kb_search", schema, {"query": " q "}) == {"query": "q", "top_k": 5}
+    with pytest.raises(ArgumentError, match="must not be empty"):
+        validate("kb_search", schema, {"query": "  "})
+    with pytest.raises(ArgumentError, match="must be a JSON object"):
+        validate("kb_search", schema, ["q"])
+    assert validate("kb_search", schema, {"query": "q", "top_k": "3"})["top_k"] == 3
+    plan = registry("full")["plan"].parameters
+    assert validate("plan", plan, {"steps": "one step"}) == {"steps": ["one step"]}
+
+
+def test_step_streamer_holds_back_partial_labels():
+    st = StepStreamer()
+    got = [st.feed(p) for p in ["Tho", "ught: ab", "c\nFinal Ans", "wer: 42", "!"]]
+    assert "".join(t for t, _ in got) == "abc"
+    assert "".join(a for _, a in got) == "42!"

@@ -1,0 +1,136 @@
+"""The real bundled GGUF (SmolLM2-135M-Instruct) through llama.cpp: grammar compilation,
+0 parse failures over varied and adversarial prompts, KV-cache reuse, and a CLI smoke test.
+Marked ``slow``; still part of ``make test``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from kbagent.agent import prompts
+from kbagent.agent.llm.base import Message, complete
+from kbagent.agent.react import ProtocolError, action_token_bound, parse_step, step_grammar
+from kbagent.agent.schema import ArgumentError, validate
+from kbagent.agent.tools import ToolContext, registry, run_tool
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+PROMPTS = [line for line in (ROOT / "tests/data/grammar_prompts.txt").read_text().splitlines()
+           if line.strip() and not line.startswith("#")]
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+
+    return LlamaCppLLM(bundled_model_path(), n_ctx=8192)
+
+
+def test_every_generated_grammar_compiles_in_llama_cpp():
+    """An invalid GBNF crashes llama.cpp, so each variant runs in a child process."""
+    code = textwrap.dedent("""
+        from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+        from kbagent.agent.llm.base import Message, complete
+        from kbagent.agent.react import step_grammar
+        from kbagent.agent.tools import registry
+        llm = LlamaCppLLM(bundled_model_path(), n_ctx=1024)
+        msgs = [Message("user", "Search the knowledge base.")]
+        for mode in ("knowledge", "full"):
+            tools = registry(mode)
+            variants = {
+                "any": step_grammar(tools),
+                "search-first": step_grammar({"kb_search": tools["kb_search"]},
+                                             allow_final=False),
+                "final-only": step_grammar(tools, allow_actions=False),
+                "fixed-thought": step_grammar(tools, allow_actions=False, thought="Done."),
+            }
+            for name, g in variants.items():
+                c = complete(llm, msgs, grammar=g, max_tokens=24)
+                assert c.text.startswith("Thought: "), (name, c.text)
+                print(mode, name, "OK", flush=True)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count(" OK") == 8
+
+
+def _check_step(text: str, tools) -> str:
+    """'' if the step is valid, else what is wrong."""
+    try:
+        step = parse_step(text)
+    except ProtocolError as e:
+        return f"protocol: {e}"
+    if step.final is not None:
+        return "" if step.final.strip() else "empty final answer"
+    if step.action not in tools:
+        return f"unknown tool {step.action!r}"
+    if step.args_error:
+        return step.args_error
+    try:
+        validate(step.action, tools[step.action].parameters, step.args)
+    except ArgumentError as e:
+        return str(e)
+    return ""
+
+
+def test_real_model_steps_always_parse(llm, sample_settings, capsys):
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.search import HybridSearcher
+
+    tools = registry("full")
+    kb = KnowledgeBase(sample_settings, "sample")
+    grammar = step_grammar(tools, kb_names=["sample"])
+    bound = action_token_bound(tools, ["sample"])
+    system = prompts.system_prompt(["sample"], tools)
+    failures, steps = [], 0
+    for i, question in enumerate(PROMPTS):
+        messages = [Message("system", system), Message("user", prompts.question_message(question))]
+        for depth in range(2 if i < 10 else 1):
+            c = complete(llm, messages, grammar=grammar, max_tokens=bound)
+            steps += 1
+            problem = _check_step(c.text, tools)
+            if problem:
+                failures.append((question, c.text, problem))
+                break
+            step = parse_step(c.text)
+            if step.final is not None or depth == 1:
+                break
+            ctx = ToolContext({"sample": kb}, HybridSearcher([kb]),
+                              __import__("kbagent.agent.citations",
+                                         fromlist=["CitationLedger"]).CitationLedger())
+            args = validate(step.action, tools[step.action].parameters, step.args)
+            out, _ = run_tool(tools[step.action], ctx, args)
+            messages += [Message("assistant", c.text),
+                         Message("user", prompts.observation_message(out.text, 1, 5))]
+    with capsys.disabled():
+        print(f"\n[grammar] {steps} steps over {len(PROMPTS)} prompts, "
+              f"{len(failures)} parse failures")
+    assert len(PROMPTS) >= 30
+    assert failures == [], "\n".join(f"{q!r}: {p}\n{t}" for q, t, p in failures)
+
+
+def test_consecutive_steps_reuse_the_kv_cache(llm):
+    base = [Message("system", "You are terse."), Message("user", "Say hello.")]
+    first = complete(llm, base, max_tokens=8)
+    follow = [*base, Message("assistant", first.text), Message("user", "Now say goodbye.")]
+    second = complete(llm, follow, max_tokens=8)
+    assert second.prompt_tokens > first.prompt_tokens
+    assert second.prompt_evaluated < second.prompt_tokens / 2  # only the new turn is evaluated
+
+
+def test_cli_ask_smoke_with_the_bundled_model(sample_settings):
+    from kbagent.cli import app
+
+    res = CliRunner().invoke(app, ["ask", "What is the default TTL for prompt cache entries?",
+                                   "--kb", "sample", "--mode", "agent", "--json"])
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["answer"].strip()
+    assert any(s["action"] == "kb_search" for s in data["steps"])
+    assert data["mode"] == "agent" and data["usage"]["llm_calls"] >= 2

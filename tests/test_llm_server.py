@@ -1,0 +1,101 @@
+"""The OpenAI-compatible backend against a real llama.cpp server
+(``python -m llama_cpp.server``, the ``server`` extra) on 127.0.0.1 serving the bundled GGUF."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from kbagent.agent.llm.base import Message, complete
+from kbagent.agent.llm.openai_compat import OpenAICompatLLM
+from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.react import parse_step, step_grammar
+from kbagent.agent.tools import registry
+from kbagent.errors import BackendError, BadInputError
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    from kbagent.agent.llm.llama import bundled_model_path
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--verbose", "False"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {proc.stderr.read()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama_cpp.server did not start in 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_streams_a_grammar_constrained_step_from_the_server(server_url):
+    llm = OpenAICompatLLM(server_url, "smollm2")
+    grammar = step_grammar(registry(), kb_names=["sample"])
+    messages = [Message("system", "Answer by searching."),
+                Message("user", "Question: What is the default cache TTL?")]
+    gen = llm.stream(messages, grammar=grammar, max_tokens=160)
+    pieces = []
+    while True:
+        try:
+            pieces.append(next(gen))
+        except StopIteration as stop:
+            completion = stop.value
+            break
+    assert len(pieces) > 1  # really streamed
+    assert completion.text == "".join(pieces)
+    step = parse_step(completion.text)
+    assert step.final is not None or step.action in registry()
+    assert completion.completion_tokens > 0 and completion.prompt_tokens > 0
+    assert llm.supports_grammar
+
+
+def test_agent_answers_through_the_server(server_url, sample_settings):
+    from kbagent.kb.knowledge_base import KnowledgeBase
+
+    llm = OpenAICompatLLM(server_url, "smollm2")
+    agent = Agent(llm, [KnowledgeBase(sample_settings, "sample")], AgentConfig(mode="agent"))
+    result = run_to_result(agent, "Who is the CEO of Kestrel Systems?")
+    assert result.answer.strip()
+    assert result.steps[0].action == "kb_search"
+    assert result.usage.llm_calls >= 2
+
+
+def test_unreachable_server_is_a_clear_backend_error():
+    llm = OpenAICompatLLM(f"http://127.0.0.1:{_free_port()}/v1")
+    with pytest.raises(BackendError, match=r"cannot reach LLM server at http://127\.0\.0\.1"):
+        complete(llm, [Message("user", "hi")])
+
+
+def test_bad_url_is_bad_input():
+    with pytest.raises(BadInputError, match="must start with http"):
+        OpenAICompatLLM("localhost:8080")
