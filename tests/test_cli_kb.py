@@ -155,13 +155,14 @@ def test_ctrl_c_mid_ingest_exits_130_and_keeps_the_kb(docs_kb, monkeypatch):
     def interrupted(self, *a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(Ingestor, "_embed", interrupted)
-    res = run("ingest", str(docs_kb), "--kb", "docs")
+    with monkeypatch.context() as m:
+        m.setattr(Ingestor, "_embed", interrupted)
+        res = run("ingest", str(docs_kb), "--kb", "docs")
     assert res.exit_code == ExitCode.INTERRUPTED
     assert "interrupted; KB 'docs' is unchanged" in res.stderr
-    monkeypatch.undo()
-    hits = json.loads(run("search", "zebras", "--kb", "docs", "--json", "--mode", "bm25").stdout)
-    assert hits == []
+    res = run("search", "zebras", "--kb", "docs", "--json", "--mode", "bm25")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout) == []
     assert run("ingest", str(docs_kb), "--kb", "docs").exit_code == 0
     hits = json.loads(run("search", "zebras", "--kb", "docs", "--json", "--mode", "bm25").stdout)
     assert hits[0]["path"] == "new.md"
