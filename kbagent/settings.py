@@ -50,7 +50,8 @@ class Settings:
     temperature: float = 0.0
     seed: int = 42
     max_tokens_per_step: int = 384
-    # Agent guards
+    # Agent
+    search_first: str = "question"  # question | model | off (see AgentConfig)
     max_steps: int = 5
     token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
     time_limit: float = 180.0  # seconds of wall time per question

@@ -23,6 +23,7 @@ runner = CliRunner()
 def script(monkeypatch, sample_settings):
     """Make ``kbagent ask`` use a scripted LLM with the given replies."""
     holder: dict = {}
+    monkeypatch.setenv("KBAGENT_SEARCH_FIRST", "model")  # the script plays step 1 too
 
     def use(*replies: str) -> ScriptedLLM:
         holder["llm"] = ScriptedLLM(list(replies))

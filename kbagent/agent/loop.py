@@ -52,7 +52,10 @@ from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 
 MODES = ("auto", "agent", "rag", "direct")
-FINAL_SOURCE_CHARS = 400  # per source in the rag answer prompt
+FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
+FINAL_SOURCES = 8
+MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
+MAX_QUERY_CHARS = 300
 
 
 @dataclass
@@ -64,7 +67,10 @@ class AgentConfig:
     time_limit: float = 180.0
     max_tokens_per_step: int = 384
     final_max_tokens: int = 512
-    search_first: bool = True  # a knowledge question's first step must be kb_search
+    # How a knowledge question starts: "question" = the harness searches the question
+    # itself as step 1 (robust with small models), "model" = the model's first step is
+    # grammar-forced to be a kb_search, "off" = the model decides freely.
+    search_first: str = "question"
     rag_top_k: int = 5
     citation_cap: int = 100
 
@@ -72,7 +78,8 @@ class AgentConfig:
     def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
         cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
                   time_limit=settings.time_limit,
-                  max_tokens_per_step=settings.max_tokens_per_step)
+                  max_tokens_per_step=settings.max_tokens_per_step,
+                  search_first=settings.search_first)
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)
@@ -94,6 +101,8 @@ class _Run:
     usage: Usage = field(default_factory=Usage)
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
     protocol_failures: int = 0
+    repeats: int = 0  # consecutive calls answered from the cache
+    notes: list[str] = field(default_factory=list)  # calculator results for the final turn
     stop_reason: str = ""
 
     def count(self, c: Completion) -> None:
@@ -114,6 +123,9 @@ class Agent:
         if self.config.mode not in MODES:
             raise BadInputError(f"unknown mode {self.config.mode!r} (choose from "
                                 f"{', '.join(MODES)})")
+        if self.config.search_first not in ("question", "model", "off"):
+            raise BadInputError(f"unknown search_first {self.config.search_first!r} "
+                                "(question, model or off)")
         if self.config.tools not in ("knowledge", "full"):
             raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
         self.searcher = searcher or HybridSearcher(kbs)
@@ -223,18 +235,23 @@ class Agent:
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", prompts.question_message(s.question))]
         step = 0
+        if cfg.search_first == "question" and "kb_search" in s.tools:
+            step = 1
+            yield from self._harness_search(s, step)
         while True:
             if self._cancel.is_set():
                 yield from self._cancelled(s)
                 return
             reason = self._limit(s, step)
+            if not reason and s.repeats >= MAX_REPEATS:
+                reason = "the model repeated the same call"
             if reason:
                 yield from self._final_turn(s, step + 1, reason)
                 return
             step += 1
             started = time.perf_counter()
             yield StepStarted(step)
-            first_search = cfg.search_first and step == 1 and "kb_search" in s.tools
+            first_search = cfg.search_first == "model" and step == 1 and "kb_search" in s.tools
             allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
             grammar = step_grammar(allowed_tools, allow_final=not first_search,
                                    kb_names=list(self.kbs))
@@ -245,7 +262,7 @@ class Agent:
                 completion, text, aborted = yield from self._generate(s, step, grammar,
                                                                       max_tokens)
             except ContextFull:
-                yield from self._final_turn(s, step, "context window full", compact=True)
+                yield from self._final_turn(s, step, "context window full")
                 return
             except BackendError as e:
                 yield ErrorEvent(str(e))
@@ -304,6 +321,7 @@ class Agent:
                 key = (name, json.dumps(args, sort_keys=True))
                 if key in s.calls:
                     cached = True
+                    s.repeats += 1
                     out = ToolOutput(
                         f"Already done: {name} was called with these arguments at step "
                         f"{s.calls[key]}; see that observation above. Do not repeat a call: "
@@ -312,6 +330,10 @@ class Agent:
                 else:
                     out, tool_ms = run_tool(tool, s.ctx, args)
                     s.calls[key] = step
+                    if name == "calculate" and out.ok:
+                        s.notes.append(out.text)
+        if not cached:
+            s.repeats = 0
         s.usage.tool_ms += tool_ms
         s.messages += [Message("assistant", text),
                        Message("user", prompts.observation_message(out.text, step,
@@ -337,41 +359,28 @@ class Agent:
         return rec
 
     # ---------------------------------------------------------- final turns
-    def _final_turn(self, s: _Run, step: int, reason: str, *, rag: bool = False,
-                    compact: bool = False) -> Iterator[Event]:
-        """One final-answer turn over the gathered evidence, without a grammar: the
-        whole reply is the answer (a Thought line, if the model writes one, is shown
-        as a thought)."""
+    def _final_turn(self, s: _Run, step: int, reason: str, *,
+                    rag: bool = False) -> Iterator[Event]:
+        """One final-answer turn over the gathered evidence: a short, fresh prompt with
+        the numbered sources (and calculator results) and the question, no grammar. The
+        whole reply is the answer; a Thought line, if the model writes one, is shown as
+        a thought."""
         s.stop_reason = s.stop_reason or reason
         started = time.perf_counter()
         yield StepStarted(step, kind="answer" if rag else "forced-final")
-        if rag:
-            sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in list(s.ledger)[:8]]
-            s.messages = [Message("system", prompts.FINAL_SYSTEM),
-                          Message("user", prompts.sources_message(s.question, sources))]
-        else:
-            note = prompts.FORCE_FINAL.format(reason=reason, question=s.question)
-            if s.messages and s.messages[-1].role == "user":
-                s.messages[-1] = Message("user", s.messages[-1].content + "\n\n" + note)
-            else:
-                s.messages.append(Message("user", note))
-        if compact:
-            self._compact(s)
-        completion, aborted = None, ""
-        for attempt in range(2):
-            try:
-                completion, _, aborted = yield from self._generate(
-                    s, step, None, self.config.final_max_tokens, final_turn=True)
-                break
-            except ContextFull:
-                if attempt:
-                    yield from self._fallback_answer(s, "limit", "the context window is full")
-                    return
-                self._compact(s)
-            except BackendError as e:
-                yield ErrorEvent(str(e))
-                yield from self._fallback_answer(s, "error", f"the model failed: {e}")
-                return
+        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in list(s.ledger)[:FINAL_SOURCES]]
+        s.messages = [Message("system", prompts.FINAL_SYSTEM),
+                      Message("user", prompts.sources_message(s.question, sources, s.notes))]
+        try:
+            completion, _, aborted = yield from self._generate(
+                s, step, None, self.config.final_max_tokens, final_turn=True)
+        except ContextFull:
+            yield from self._fallback_answer(s, "limit", "the context window is full")
+            return
+        except BackendError as e:
+            yield ErrorEvent(str(e))
+            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+            return
         if aborted == "cancelled":
             yield from self._cancelled(s)
             return
@@ -380,13 +389,6 @@ class Agent:
             return
         self._record(s, step, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered" if rag else "limit")
-
-    def _compact(self, s: _Run) -> None:
-        """Shrink older observations so the final turn fits the context window."""
-        users = [i for i, m in enumerate(s.messages) if m.role == "user"]
-        for i in users[1:-1]:
-            s.messages[i] = Message("user", "Observation: (omitted to save space; its "
-                                    "numbered sources can still be cited)")
 
     def _finish(self, s: _Run, status: str) -> Iterator[Event]:
         for sent in s.processor.finish():
@@ -446,15 +448,12 @@ class Agent:
         yield Final(self._result(s, "cancelled"))
 
     # ------------------------------------------------------------ rag/direct
-    def _rag(self, s: _Run, fallback: bool = False) -> Iterator[Event]:
-        """Single retrieval + answer (also the fallback for models that cannot follow
-        the protocol)."""
-        if not fallback:
-            s.mode = "rag"
-        step = len(s.steps) + 1
+    def _harness_search(self, s: _Run, step: int) -> Iterator[Event]:
+        """The harness searches the question itself (rag mode, and step 1 of the loop
+        when ``search_first`` is "question"), as a step the model then sees."""
         started = time.perf_counter()
         yield StepStarted(step, kind="retrieval")
-        args = {"query": s.question[:300], "top_k": self.config.rag_top_k}
+        args = {"query": s.question[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
         yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
         out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
         s.usage.tool_ms += tool_ms
@@ -463,12 +462,18 @@ class Agent:
         yield Observation(step, "kb_search", out.summary, out.text, out.ok, out.citations,
                           out.sources, False, 0, rec.ms, tool_ms)
         s.calls[("kb_search", json.dumps(args, sort_keys=True))] = step
-        s.messages = [
-            Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
-            Message("user", prompts.question_message(s.question)),
+        s.messages += [
             Message("assistant", prompts.action_text(prompts.RAG_THOUGHT, "kb_search", args)),
-            Message("user", f"Observation: {out.text}"),
+            Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
+
+    def _rag(self, s: _Run, fallback: bool = False) -> Iterator[Event]:
+        """Single retrieval + answer (also the fallback for models that cannot follow
+        the protocol)."""
+        if not fallback:
+            s.mode = "rag"
+        step = len(s.steps) + 1
+        yield from self._harness_search(s, step)
         if self._cancel.is_set():
             yield from self._cancelled(s)
             return

@@ -32,14 +32,9 @@ This message is small talk and needs no search: answer briefly and politely in o
 sentences. If the user asks what you can do: you search their documents and answer questions \
 with numbered citations to files and lines."""
 
-FORCE_FINAL = """Stop searching now ({reason}).
-Question: {question}
-Answer it using only the observations above, citing their numbers like [1]. If they do not \
-answer it, say what is missing."""
-
-# The final-answer turn of rag mode: a plain, short prompt. Measured on the bundled 135M
-# model, it answers far more often correctly this way than inside the ReAct format
-# (see BENCHMARKS.md, agent section).
+# The final-answer turn (rag mode, and the loop's answer when a limit is hit): a plain,
+# short prompt. Measured on the bundled 135M model, it answers far more often correctly
+# this way than inside the ReAct format (docs/architecture.md, Agent).
 FINAL_SYSTEM = """Answer the question using only the sources. Cite sources like [1]. If the \
 sources do not answer it, say that the knowledge base does not say."""
 
@@ -63,9 +58,11 @@ def system_prompt(kb_names: list[str], tools: dict[str, Tool]) -> str:
     return SYSTEM.format(kbs=", ".join(kb_names) or "none", tools=tool_lines(tools))
 
 
-def sources_message(question: str, sources: list[tuple[int, str]]) -> str:
-    body = "\n".join(f"[{n}] {text}" for n, text in sources)
-    return f"Sources:\n{body}\n\nQuestion: {question}"
+def sources_message(question: str, sources: list[tuple[int, str]],
+                    notes: list[str] | None = None) -> str:
+    body = "\n".join(f"[{n}] {text}" for n, text in sources) or "(none found)"
+    extra = ("\n\nCalculations:\n" + "\n".join(notes)) if notes else ""
+    return f"Sources:\n{body}{extra}\n\nQuestion: {question}"
 
 
 def question_message(question: str) -> str:
@@ -83,6 +80,6 @@ def action_text(thought: str, tool: str, args: dict) -> str:
     return f"Thought: {thought}\nAction: {tool}\nAction Input: {json.dumps(args)}"
 
 
-__all__ = ["DIRECT", "FINAL_SYSTEM", "FORCE_FINAL", "RAG_THOUGHT", "action_text",
+__all__ = ["DIRECT", "FINAL_SYSTEM", "RAG_THOUGHT", "action_text",
            "example_args", "observation_message", "question_message", "sources_message",
            "system_prompt"]
