@@ -219,6 +219,26 @@ class Agent:
         completion.ms = llm_s * 1000
         return completion, streamer.text, aborted
 
+    def _turn(self, s: _Run, step: int, grammar: str | None, max_tokens: int,
+              final_turn: bool = False
+              ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
+        """:meth:`_generate` plus the endings every caller treats alike. The third value
+        is "" (go on), "done" (a backend failure or a cancel already ended the
+        question), "context" (the prompt did not fit) or why generation stopped early."""
+        try:
+            completion, text, aborted = yield from self._generate(s, step, grammar, max_tokens,
+                                                                  final_turn)
+        except ContextFull:
+            return None, "", "context"
+        except BackendError as e:
+            yield ErrorEvent(str(e))
+            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+            return None, "", "done"
+        if aborted == "cancelled":
+            yield from self._cancelled(s)
+            return None, "", "done"
+        return completion, text, aborted
+
     def _limit(self, s: _Run, step: int) -> str:
         cfg = self.config
         if step >= cfg.max_steps:
@@ -258,21 +278,12 @@ class Agent:
             # never cut a tool call short: the limit covers the grammar's worst case
             max_tokens = max(cfg.max_tokens_per_step,
                              action_token_bound(allowed_tools, list(self.kbs)))
-            try:
-                completion, text, aborted = yield from self._generate(s, step, grammar,
-                                                                      max_tokens)
-            except ContextFull:
-                yield from self._final_turn(s, step, "context window full")
+            completion, text, ended = yield from self._turn(s, step, grammar, max_tokens)
+            if ended == "done":
                 return
-            except BackendError as e:
-                yield ErrorEvent(str(e))
-                yield from self._fallback_answer(s, "error", f"the model failed: {e}")
-                return
-            if aborted == "cancelled":
-                yield from self._cancelled(s)
-                return
-            if aborted:
-                yield from self._final_turn(s, step, f"{aborted} reached")
+            if ended:
+                reason = "context window full" if ended == "context" else f"{ended} reached"
+                yield from self._final_turn(s, step, reason)
                 return
             assert completion is not None
             try:
@@ -371,21 +382,13 @@ class Agent:
         sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in list(s.ledger)[:FINAL_SOURCES]]
         s.messages = [Message("system", prompts.FINAL_SYSTEM),
                       Message("user", prompts.sources_message(s.question, sources, s.notes))]
-        try:
-            completion, _, aborted = yield from self._generate(
-                s, step, None, self.config.final_max_tokens, final_turn=True)
-        except ContextFull:
-            yield from self._fallback_answer(s, "limit", "the context window is full")
-            return
-        except BackendError as e:
-            yield ErrorEvent(str(e))
-            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
-            return
-        if aborted == "cancelled":
-            yield from self._cancelled(s)
+        completion, _, ended = yield from self._turn(s, step, None,
+                                                     self.config.final_max_tokens, True)
+        if ended == "done":
             return
         if completion is None:
-            yield from self._fallback_answer(s, "limit", reason)
+            why = "the context window is full" if ended == "context" else reason or ended
+            yield from self._fallback_answer(s, "limit", why)
             return
         self._record(s, step, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered" if rag else "limit")
@@ -487,14 +490,11 @@ class Agent:
                                                               "none yet")),
                       Message("user", s.question)]
         s.processor.auto_cite = False
-        try:
-            completion, _, aborted = yield from self._generate(s, 1, None, 160, final_turn=True)
-        except BackendError as e:
-            yield ErrorEvent(str(e))
-            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
+        completion, _, ended = yield from self._turn(s, 1, None, 160, final_turn=True)
+        if ended == "done":
             return
-        if aborted == "cancelled":
-            yield from self._cancelled(s)
+        if completion is None:
+            yield from self._fallback_answer(s, "limit", ended)
             return
         self._record(s, 1, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered")
