@@ -78,6 +78,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
     rows = []
     for q in questions:
         for mode in modes:
+            llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
             agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full"))
             t0 = time.perf_counter()
             result = run_to_result(agent, q["question"])
@@ -108,7 +109,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
             r = rows[-1]
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
                   f"{wall:6.1f}s steps={r['steps']} {result.answer[:90]!r}", flush=True)
-    return {"rows": rows, "modes": modes}
+    return {"rows": rows, "modes": modes, "load_average": os.getloadavg()}
 
 
 def summarize(data: dict) -> str:

@@ -23,6 +23,11 @@ from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 
 
+def agent_cfg(**overrides) -> AgentConfig:
+    """Agent mode where the scripted model, not the harness, makes the first search."""
+    return AgentConfig(mode="agent", search_first="model", **overrides)
+
+
 def step(thought: str, tool: str, args: dict | str) -> str:
     raw = args if isinstance(args, str) else json.dumps(args)
     return f"Thought: {thought}\nAction: {tool}\nAction Input: {raw}"
@@ -52,7 +57,7 @@ def test_composite_question_searches_twice_and_calculates_before_answering(kb):
               "Gross margin fell from 71.4% in Q2 to 66.2% in Q3, a change of -5.2 points. "
               "The GPU reserved-capacity contract and the EU region migration raised costs."),
     ])
-    agent = Agent(llm, [kb], AgentConfig(mode="agent", search_first="model", tools="full"))
+    agent = Agent(llm, [kb], agent_cfg(tools="full"))
     events, result = run(agent, "Compare Q2 and Q3 gross margin and explain the change")
     actions = [e for e in events if isinstance(e, Action)]
     assert [a.tool for a in actions] == ["kb_search", "kb_search", "calculate"]
@@ -76,7 +81,7 @@ def test_composite_question_searches_twice_and_calculates_before_answering(kb):
 def test_events_stream_thought_before_action_and_answer_before_final(kb):
     llm = ScriptedLLM([step("Look up the CEO.", "kb_search", {"query": "CEO"}),
                        final("Found it.", "The CEO is Maya Okafor.")])
-    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "Who is the CEO?")
+    events, result = run(Agent(llm, [kb], agent_cfg()), "Who is the CEO?")
     kinds = [type(e).__name__ for e in events]
     assert kinds[0] == "StepStarted"
     assert kinds.index("ThoughtDelta") < kinds.index("Action") < kinds.index("Observation")
@@ -102,7 +107,7 @@ def test_greeting_is_answered_directly_without_tools(kb):
 def test_first_step_must_search_and_later_steps_may_answer(kb):
     llm = ScriptedLLM([step("Search.", "kb_search", {"query": "default cache TTL"}),
                        final("Done.", "Cache entries live for 1 hour by default.")])
-    run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "What is the default cache TTL?")
+    run(Agent(llm, [kb], agent_cfg()), "What is the default cache TTL?")
     first, second = llm.calls[0]["grammar"], llm.calls[1]["grammar"]
     assert "Final Answer" not in first and "kb_grep" not in first and "kb_search" in first
     assert "Final Answer" in second and "kb_grep" in second
@@ -114,7 +119,7 @@ def test_repeated_identical_call_is_served_from_the_cache(kb):
                        step("Search again.", "kb_search", {"top_k": 3, "query": "retry policy"}),
                        final("Enough.", "Four attempts in total.")])
     calls = []
-    agent = Agent(llm, [kb], AgentConfig(mode="agent", search_first="model"))
+    agent = Agent(llm, [kb], agent_cfg())
     original = agent.searcher.search
     agent.searcher.search = lambda *a, **k: calls.append(a) or original(*a, **k)
     events, result = run(agent, "How many retry attempts?")
@@ -128,7 +133,7 @@ def test_max_steps_forces_one_final_answer_turn(kb):
     llm = ScriptedLLM([step("a", "kb_search", {"query": "pricing"}),
                        step("b", "kb_search", {"query": "tiers"}),
                        final("Forced.", "The Business tier costs $2,400 per month.")])
-    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model", max_steps=2)),
+    events, result = run(Agent(llm, [kb], agent_cfg(max_steps=2)),
                          "How much is the Business tier?")
     assert result.status == "limit" and "step limit of 2" in result.stop_reason
     assert [e.kind for e in events if isinstance(e, StepStarted)] == ["llm", "llm",
@@ -161,7 +166,7 @@ def test_max_steps_forces_one_final_answer_turn(kb):
 def test_bad_tool_calls_become_observations_for_the_model(kb, reply, expected):
     llm = ScriptedLLM([step("Search.", "kb_search", {"query": "retry"}), reply,
                        final("ok", "The knowledge base does not say.")])
-    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "Tell me about retries")
+    events, result = run(Agent(llm, [kb], agent_cfg()), "Tell me about retries")
     bad = [e for e in events if isinstance(e, Observation)][1]
     assert not bad.ok and expected in bad.text
     assert result.status == "answered"
@@ -176,7 +181,7 @@ def test_tool_outputs_show_numbered_citations_and_true_lines(kb):
                              "end_line": 12}),
         final("f", "Done."),
     ])
-    events, _ = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "How are certs rotated?")
+    events, _ = run(Agent(llm, [kb], agent_cfg()), "How are certs rotated?")
     grep, cat = [e for e in events if isinstance(e, Observation)][1:3]
     assert grep.text.splitlines()[0].endswith("files:") and "Ines Moreau" in grep.text
     assert cat.text.splitlines()[0].endswith("runbooks/certificate_rotation.md lines 1-12 of "
@@ -192,7 +197,7 @@ def test_multi_kb_search_reports_the_failing_kb(kb, sample_settings, make_folder
     hr.vectors.search = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("index gone"))
     llm = ScriptedLLM([step("s", "kb_search", {"query": "PTO days"}),
                        final("f", "20 PTO days.")])
-    events, _ = run(Agent(llm, [kb, hr], AgentConfig(mode="agent", search_first="model")), "How many PTO days?")
+    events, _ = run(Agent(llm, [kb, hr], agent_cfg()), "How many PTO days?")
     obs = next(e for e in events if isinstance(e, Observation))
     assert obs.ok and "failed_kbs: hr2" in obs.text and "index gone" in obs.text
     assert "sample:" in obs.text  # hits from the healthy KB, labelled with their KB
@@ -201,7 +206,7 @@ def test_multi_kb_search_reports_the_failing_kb(kb, sample_settings, make_folder
 def test_cancellation_mid_generation_stops_cleanly_with_evidence(kb):
     llm = ScriptedLLM([step("s", "kb_search", {"query": "Kestrel Edge GPU"}),
                        "Thought: " + "thinking " * 400], piece_delay=0.005)
-    agent = Agent(llm, [kb], AgentConfig(mode="agent", search_first="model"))
+    agent = Agent(llm, [kb], agent_cfg())
     events = []
     for ev in agent.run("Which GPU does Kestrel Edge use?"):
         events.append(ev)
@@ -217,7 +222,7 @@ def test_cancellation_mid_generation_stops_cleanly_with_evidence(kb):
 def test_cancel_from_another_thread(kb):
     llm = ScriptedLLM([step("s", "kb_search", {"query": "pricing"}),
                        "Thought: " + "slow " * 2000], piece_delay=0.002)
-    agent = Agent(llm, [kb], AgentConfig(mode="agent", search_first="model"))
+    agent = Agent(llm, [kb], agent_cfg())
     threading.Timer(1.0, agent.cancel).start()
     started = time.perf_counter()
     result = run_to_result(agent, "How much is Team?")
@@ -227,13 +232,13 @@ def test_cancel_from_another_thread(kb):
 def test_token_budget_and_time_limit_force_final(kb):
     llm = ScriptedLLM([step("s", "kb_search", {"query": "retry"}),
                        final("f", "Retries use exponential backoff.")])
-    result = run_to_result(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model", token_budget=50)),
+    result = run_to_result(Agent(llm, [kb], agent_cfg(token_budget=50)),
                            "Explain retries")
     assert result.status == "limit" and "token budget" in result.stop_reason
     llm = ScriptedLLM([step("s", "kb_search", {"query": "retry"}),
                        "Thought: " + "slow " * 500,
                        final("f", "Retries use exponential backoff.")], piece_delay=0.01)
-    result = run_to_result(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model", time_limit=1.5)),
+    result = run_to_result(Agent(llm, [kb], agent_cfg(time_limit=1.5)),
                            "Explain retries")
     assert result.status == "limit" and "time limit" in result.stop_reason
     assert result.answer
@@ -243,7 +248,7 @@ def test_protocol_failures_fall_back_to_single_retrieval(kb):
     llm = ScriptedLLM(["I think the answer is blue.", "Still no format.",
                        final("ok", "The Team tier costs $499 per month.")])
     llm.supports_grammar = False  # a server that rejected the grammar
-    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "Team tier price?")
+    events, result = run(Agent(llm, [kb], agent_cfg()), "Team tier price?")
     err = [e for e in events if isinstance(e, ErrorEvent)]
     assert err and err[0].kind == "protocol"
     assert [a.tool for a in events if isinstance(a, Action)] == ["kb_search"]
@@ -274,7 +279,7 @@ def test_auto_routes_factoids_to_rag_and_composites_to_agent(kb):
 
 def test_backend_failure_is_an_error_event_and_still_an_answer(kb):
     llm = ScriptedLLM([step("s", "kb_search", {"query": "pricing"})])  # then runs dry
-    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "Pricing tiers?")
+    events, result = run(Agent(llm, [kb], agent_cfg()), "Pricing tiers?")
     assert any(isinstance(e, ErrorEvent) and "no more replies" in e.message for e in events)
     assert result.status == "error" and "could not write a full answer" in result.answer
     assert result.references  # the evidence found is still shown and cited
@@ -282,7 +287,7 @@ def test_backend_failure_is_an_error_event_and_still_an_answer(kb):
 
 def test_usage_accounts_for_llm_and_tool_time(kb):
     llm = ScriptedLLM([step("s", "kb_search", {"query": "pricing"}), final("f", "Done.")])
-    result = run_to_result(Agent(llm, [kb], AgentConfig(mode="agent", search_first="model")), "Pricing?")
+    result = run_to_result(Agent(llm, [kb], agent_cfg()), "Pricing?")
     u = result.usage
     assert u.llm_calls == 2 and u.tool_ms > 0 and u.wall_ms >= u.tool_ms
     assert u.budget_tokens == u.prompt_evaluated + u.completion_tokens > 0

@@ -113,6 +113,11 @@ class LlamaCppLLM:
         stop = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         return out.prompt, stop
 
+    def reset_cache(self) -> None:
+        """Forget the KV cache (the next prompt is evaluated in full)."""
+        with self._lock:
+            self._llm.reset()
+
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
 
