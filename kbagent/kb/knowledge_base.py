@@ -37,7 +37,7 @@ from kbagent.kb.vectors import VectorIndex
 from kbagent.settings import Settings
 
 SCHEMA_VERSION = 1
-CHUNKER_VERSION = 2  # bump when extraction or chunking output changes: KBs then need --rebuild
+CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 

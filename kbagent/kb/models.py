@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 @dataclass
@@ -49,11 +52,26 @@ class Chunk:
     text: str
 
     def index_text(self, title: str = "") -> str:
-        """The text that BM25 and the embedder see: title and headings give context."""
+        """The text that BM25 and the embedder see: title and headings give context.
+
+        Leading ``# Heading`` lines that the trail already names are left out, so
+        BM25 does not count a heading twice and the embedder does not spend tokens
+        reading it twice (the stored text and the line span keep them)."""
         trail = self.heading
         if title and not trail.startswith(title):
             trail = f"{title} > {trail}" if trail else title
-        return f"{trail}\n{self.text}" if trail else self.text
+        if not trail:
+            return self.text
+        named = set(trail.split(" > "))
+        lines = self.text.split("\n")
+        skip = 0
+        for line in lines:
+            m = _HEADING_LINE.match(line)
+            if line.strip() and not (m and m.group(1) in named):
+                break
+            skip += 1
+        text = "\n".join(lines[skip:])
+        return f"{trail}\n{text}" if text else trail
 
 
 @dataclass
