@@ -270,6 +270,18 @@ def test_rag_mode_is_one_search_then_an_answer(kb):
     assert result.references and "L40S" in result.answer
 
 
+def test_an_answer_cut_by_the_token_limit_ends_with_a_whole_sentence(kb):
+    answer = "Kestrel Edge uses four NVIDIA L40S GPUs. " + "It also has " * 40
+    llm = ScriptedLLM([answer])
+    events, result = run(Agent(llm, [kb], AgentConfig(mode="rag", final_max_tokens=40)),
+                         "Which GPU model does the Kestrel Edge appliance use?")
+    assert llm.calls[0]["max_tokens"] == 40
+    assert result.answer.startswith("Kestrel Edge uses four NVIDIA L40S GPUs")
+    assert result.answer.endswith((".", "]")) and "It also" not in result.answer
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    assert "It also" not in streamed
+
+
 def test_auto_routes_factoids_to_rag_and_composites_to_agent(kb):
     llm = ScriptedLLM([final("ok", "Maya Okafor.")])
     assert run_to_result(Agent(llm, [kb]), "Who is the CEO of Kestrel?").mode == "rag"

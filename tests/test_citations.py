@@ -201,3 +201,16 @@ def test_references_payload_lists_only_cited_by_default(ctx):
     assert chunk["supported"] is True and chunk["kb"] == "c"
     everything = result.to_dict(all_references=True)["references"]
     assert sum(len(d["chunks"]) for d in everything) > 1
+
+
+def test_a_sentence_cut_by_the_token_limit_is_dropped(ctx):
+    proc = AnswerProcessor(CitationLedger())
+    done = proc.feed("The TTL is one hour [1]. It was chosen in")
+    assert proc.drop_unfinished() == "It was chosen in"
+    assert [s.text.strip() for s in done + proc.finish()] == ["The TTL is one hour."]
+    assert proc.answer == "The TTL is one hour."
+    # a finished last sentence stays, and so does a lone fragment (better than nothing)
+    for text in ("One. Two [1].", "Only a fragment", "第一。第二。"):
+        proc = AnswerProcessor(CitationLedger())
+        proc.feed(text)
+        assert proc.drop_unfinished() == ""

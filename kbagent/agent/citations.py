@@ -196,6 +196,7 @@ _VARIANT = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(r"\[(\d+)\]")
+_ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
 _RESTART = re.compile(
     r"(?:^|\n)[ \t]*(?:the\s+)?final\s+answer(?:\s+is)?\s*:[ \t]*|(?:^|\n)[ \t]*"
     r"(?:thought|question|observation|action)\s*:",
@@ -359,6 +360,18 @@ class AnswerProcessor:
         return bool(norm) and any(
             norm == " ".join(_MARKER.sub("", s.text).lower().split())
             for s in self.sentences[:-1])
+
+    def drop_unfinished(self) -> str:
+        """Drop an unfinished trailing sentence (generation hit its token limit
+        mid-sentence), if at least one sentence is finished. Returns what was dropped."""
+        pieces, _ = sentence_spans(self._buffer, final=True)
+        if not pieces or not (self.sentences or len(pieces) > 1):
+            return ""
+        last = _MARKER.sub("", pieces[-1]).rstrip()
+        if not last or _ENDED.search(last):
+            return ""
+        self._buffer = "".join(pieces[:-1])
+        return pieces[-1]
 
     def finish(self) -> list[ProcessedSentence]:
         done, self._buffer = sentence_spans(self._buffer, final=True)

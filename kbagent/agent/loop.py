@@ -104,8 +104,10 @@ class _Run:
     repeats: int = 0  # consecutive calls answered from the cache
     notes: list[str] = field(default_factory=list)  # calculator results for the final turn
     stop_reason: str = ""
+    last_finish: str = ""  # finish reason of the newest LLM call
 
     def count(self, c: Completion) -> None:
+        self.last_finish = c.finish_reason
         self.usage.prompt_tokens += c.prompt_tokens
         self.usage.prompt_evaluated += c.prompt_evaluated
         self.usage.completion_tokens += c.completion_tokens
@@ -215,6 +217,7 @@ class Agent:
                 return None, streamer.text, aborted
             aborted = ""  # a looping answer is cut, then treated as finished
             completion = partial or Completion(streamer.text, 0, 0, 0, "repetition", 0)
+            completion.finish_reason = "repetition"
         s.count(completion)
         completion.ms = llm_s * 1000
         return completion, streamer.text, aborted
@@ -394,6 +397,8 @@ class Agent:
         yield from self._finish(s, "answered" if rag else "limit")
 
     def _finish(self, s: _Run, status: str) -> Iterator[Event]:
+        if s.last_finish in ("length", "repetition"):  # cut off: no half sentence at the end
+            s.processor.drop_unfinished()
         for sent in s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
         if not s.processor.answer:

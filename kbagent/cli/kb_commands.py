@@ -166,13 +166,25 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
+    from kbagent.kb.embedder import load_embedder
     from kbagent.kb.search import HybridSearcher
 
     settings = settings_from(ctx)
     kbs = open_kbs(settings, kb)
+    loaded: dict = {}
+    load_s = 0.0
+
+    def embedder_for(model_id: str):  # timed apart: loading the model is not searching
+        nonlocal load_s
+        if model_id not in loaded:
+            t0 = time.perf_counter()
+            loaded[model_id] = load_embedder(model_id)
+            load_s += time.perf_counter() - t0
+        return loaded[model_id]
+
     started = time.perf_counter()
-    result = HybridSearcher(kbs).search(query, k=k, mode=mode.value)
-    ms = (time.perf_counter() - started) * 1000
+    result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value)
+    ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
     if len(result.failed_kbs) == len(kbs):
@@ -203,7 +215,8 @@ def search(
         if h.heading:
             out.print(f"    [bold]{escape(h.heading)}[/]")
         out.print(f"    {escape(_snippet(h.text))}")
-    stderr_console().print(f"[dim]{len(result.hits)} hits in {ms:.0f} ms ({mode.value})[/]")
+    load = f"; embedding model loaded in {load_s:.1f} s" if load_s >= 0.05 else ""
+    stderr_console().print(f"[dim]{len(result.hits)} hits in {ms:.0f} ms ({mode.value}{load})[/]")
 
 
 # -------------------------------------------------------------------------- kbs

@@ -26,7 +26,7 @@ class Completion:
     prompt_tokens: int  # length of the prompt
     prompt_evaluated: int  # prompt tokens evaluated this call (the rest came from the KV cache)
     completion_tokens: int
-    finish_reason: str  # stop | length | aborted
+    finish_reason: str  # stop | length | aborted | repetition (cut by the loop)
     ms: float
 
     @property

@@ -2,8 +2,9 @@
 
 It stands in for the model's *decisions* only; everything around it (the
 loop, tools, KB, citations) is real. Replies may be strings or callables
-that receive the messages and return a string. Stop sequences are applied
-and text is streamed in small pieces, like a real backend.
+that receive the messages and return a string. Stop sequences are applied,
+text over ``max_tokens`` (about 4 characters a token) is cut with finish reason
+"length", and text is streamed in small pieces, like a real backend.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ class ScriptedLLM:
         reply = self.replies.pop(0)
         text = reply(messages) if callable(reply) else reply
         text, _ = apply_stop(text, stop)
+        finish = "stop"
+        if len(text) > 4 * max_tokens:  # ~4 characters a token, like the usage counts below
+            text, finish = text[: 4 * max_tokens], "length"
         started = time.perf_counter()
-        sent, finish = "", "stop"
+        sent = ""
         for i in range(0, len(text), 7):
             piece = text[i : i + 7]
             if self.piece_delay:
