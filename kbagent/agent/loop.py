@@ -425,7 +425,7 @@ class Agent:
     def _evidence_lines(self, s: _Run, limit: int = 3) -> str:
         lines = []
         for c in list(s.ledger)[:limit]:
-            lines.append(f"- {c.excerpt(160)} [{c.n}]")
+            lines.append(f"- {c.excerpt(110)} [{c.n}]")
         return "\n".join(lines)
 
     def _fallback_answer(self, s: _Run, status: str, reason: str) -> Iterator[Event]:

@@ -97,7 +97,8 @@ class EventRenderer:
             self.out.print("[bold]References[/]" if self.styled else "References")
             for doc in refs:
                 for c in doc["chunks"]:
-                    self.out.print(reference_line(c, self.styled))
+                    self.out.print(reference_line(
+                        c, self.styled, self.out.width if self.out.is_terminal else None))
         for sentence in result.unsupported:
             self.err.print(f"[yellow]⚠ not supported by its cited sources:[/] "
                            f"{escape(sentence)}")
@@ -109,11 +110,17 @@ class EventRenderer:
             f"{u.wall_ms / 1000:.1f}s{escape(stop)}[/]")
 
 
-def reference_line(c: dict[str, Any], styled: bool) -> str:
+def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) -> str:
+    """``[n] path:start-end  (score)  first words of the excerpt``: one line. On a
+    terminal the excerpt is cut to fit ``width``; otherwise to 100 characters."""
     score = f"({c['score']:.3f})" if c.get("score") is not None else "(read)"
-    first = c["excerpt"][:100]
     mark = "" if c.get("supported") is not False else "  ⚠ unsupported"
     where = f"{c['path']}:{c['start_line']}-{c['end_line']}"
+    room = 100
+    if width:
+        room = max(20, width - len(f"[{c['n']}] {where}  {score}  {mark}") - 1)
+    flat = " ".join(c["excerpt"].split())
+    first = flat if len(flat) <= room else flat[: room - 1].rstrip() + "…"
     if styled:
         return (f"[bold black on cyan] {c['n']} [/] [cyan]{escape(where)}[/]  "
                 f"[green]{score}[/]  {escape(first)}{mark}")
