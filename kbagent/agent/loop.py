@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbagent.agent import prompts
@@ -32,7 +31,6 @@ from kbagent.agent.events import (
     StepRecord,
     StepStarted,
     ThoughtDelta,
-    Usage,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.react import (
@@ -46,7 +44,8 @@ from kbagent.agent.react import (
 )
 from kbagent.agent.router import route
 from kbagent.agent.schema import ArgumentError, example_args, validate
-from kbagent.agent.tools import Tool, ToolContext, ToolOutput, registry, run_tool
+from kbagent.agent.state import AgentConfig, RunState
+from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
@@ -56,62 +55,6 @@ FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 MAX_QUERY_CHARS = 300
-
-
-@dataclass
-class AgentConfig:
-    mode: str = "auto"  # auto | agent | rag | direct
-    tools: str = "knowledge"  # knowledge | full
-    max_steps: int = 5
-    token_budget: int = 24000
-    time_limit: float = 180.0
-    max_tokens_per_step: int = 384
-    final_max_tokens: int = 512
-    # How a knowledge question starts: "question" = the harness searches the question
-    # itself as step 1 (robust with small models), "model" = the model's first step is
-    # grammar-forced to be a kb_search, "off" = the model decides freely.
-    search_first: str = "question"
-    rag_top_k: int = 5
-    citation_cap: int = 100
-
-    @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
-        cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
-                  time_limit=settings.time_limit,
-                  max_tokens_per_step=settings.max_tokens_per_step,
-                  search_first=settings.search_first)
-        for k, v in overrides.items():
-            if v is not None:
-                setattr(cfg, k, v)
-        return cfg
-
-
-@dataclass
-class _Run:
-    question: str
-    mode: str
-    ledger: CitationLedger
-    ctx: ToolContext
-    processor: AnswerProcessor
-    tools: dict[str, Tool]
-    started: float
-    deadline: float
-    messages: list[Message] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    protocol_failures: int = 0
-    repeats: int = 0  # consecutive calls answered from the cache
-    notes: list[str] = field(default_factory=list)  # calculator results for the final turn
-    stop_reason: str = ""
-    last_finish: str = ""  # finish reason of the newest LLM call
-
-    def count(self, c: Completion) -> None:
-        self.last_finish = c.finish_reason
-        self.usage.prompt_tokens += c.prompt_tokens
-        self.usage.prompt_evaluated += c.prompt_evaluated
-        self.usage.completion_tokens += c.completion_tokens
-        self.usage.llm_calls += 1
 
 
 class Agent:
@@ -152,7 +95,7 @@ class Agent:
                           allowed=self.allowed)
         ctx.ledger.resolver = ctx.resolve_lines
         now = time.perf_counter()
-        s = _Run(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
+        s = RunState(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
                  registry(cfg.tools), now, now + cfg.time_limit)
         if mode == "direct":
             yield from self._direct(s)
@@ -162,7 +105,7 @@ class Agent:
             yield from self._agent(s)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, s: _Run, step: int, grammar: str | None, max_tokens: int,
+    def _generate(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
                   final_turn: bool = False
                   ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
         """Stream one LLM call; yield Thought/Answer deltas. Returns
@@ -222,7 +165,7 @@ class Agent:
         completion.ms = llm_s * 1000
         return completion, streamer.text, aborted
 
-    def _turn(self, s: _Run, step: int, grammar: str | None, max_tokens: int,
+    def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
               final_turn: bool = False
               ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
         """:meth:`_generate` plus the endings every caller treats alike. The third value
@@ -242,7 +185,7 @@ class Agent:
             return None, "", "done"
         return completion, text, aborted
 
-    def _limit(self, s: _Run, step: int) -> str:
+    def _limit(self, s: RunState, step: int) -> str:
         cfg = self.config
         if step >= cfg.max_steps:
             return f"step limit of {cfg.max_steps} reached"
@@ -253,7 +196,7 @@ class Agent:
         return ""
 
     # ----------------------------------------------------------------- agent
-    def _agent(self, s: _Run) -> Iterator[Event]:
+    def _agent(self, s: RunState) -> Iterator[Event]:
         cfg = self.config
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", prompts.question_message(s.question))]
@@ -311,7 +254,7 @@ class Agent:
                 return
             yield from self._act(s, step, parsed, text, completion, started)
 
-    def _act(self, s: _Run, step: int, parsed: Any, text: str, completion: Completion,
+    def _act(self, s: RunState, step: int, parsed: Any, text: str, completion: Completion,
              started: float) -> Iterator[Event]:
         name = parsed.action or ""
         tool = s.tools.get(name)
@@ -357,7 +300,7 @@ class Agent:
         yield Observation(step, name, out.summary, out.text, out.ok, out.citations, out.sources,
                           cached, completion.tokens, rec.ms, tool_ms)
 
-    def _record(self, s: _Run, step: int, thought: str, action: str | None,
+    def _record(self, s: RunState, step: int, thought: str, action: str | None,
                 args: dict[str, Any] | None, observation: str | None, c: Completion | None,
                 started: float, tool_ms: float, summary: str | None = None,
                 cached: bool = False) -> StepRecord:
@@ -373,7 +316,7 @@ class Agent:
         return rec
 
     # ---------------------------------------------------------- final turns
-    def _final_turn(self, s: _Run, step: int, reason: str, *,
+    def _final_turn(self, s: RunState, step: int, reason: str, *,
                     rag: bool = False) -> Iterator[Event]:
         """One final-answer turn over the gathered evidence: a short, fresh prompt with
         the numbered sources (and calculator results) and the question, no grammar. The
@@ -396,7 +339,7 @@ class Agent:
         self._record(s, step, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered" if rag else "limit")
 
-    def _finish(self, s: _Run, status: str) -> Iterator[Event]:
+    def _finish(self, s: RunState, status: str) -> Iterator[Event]:
         if s.last_finish in ("length", "repetition"):  # cut off: no half sentence at the end
             s.processor.drop_unfinished()
         for sent in s.processor.finish():
@@ -408,7 +351,7 @@ class Agent:
                 yield AnswerDelta(sent.text, sent.supported)
         yield Final(self._result(s, status))
 
-    def _result(self, s: _Run, status: str) -> AgentResult:
+    def _result(self, s: RunState, status: str) -> AgentResult:
         support = s.processor.support_by_number()
         s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
         return AgentResult(
@@ -422,13 +365,13 @@ class Agent:
                        for x in s.processor.sentences if x.text.strip()],
             usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
 
-    def _evidence_lines(self, s: _Run, limit: int = 3) -> str:
+    def _evidence_lines(self, s: RunState, limit: int = 3) -> str:
         lines = []
         for c in list(s.ledger)[:limit]:
             lines.append(f"- {c.excerpt(110)} [{c.n}]")
         return "\n".join(lines)
 
-    def _fallback_answer(self, s: _Run, status: str, reason: str) -> Iterator[Event]:
+    def _fallback_answer(self, s: RunState, status: str, reason: str) -> Iterator[Event]:
         """No model answer could be written: say so and show the best evidence."""
         s.stop_reason = s.stop_reason or reason
         evidence = self._evidence_lines(s)
@@ -440,7 +383,7 @@ class Agent:
             yield AnswerDelta(sent.text, sent.supported)
         yield Final(self._result(s, status))
 
-    def _cancelled(self, s: _Run) -> Iterator[Event]:
+    def _cancelled(self, s: RunState) -> Iterator[Event]:
         s.stop_reason = "cancelled"
         yield ErrorEvent("cancelled by the user", kind="cancelled")
         evidence = self._evidence_lines(s, limit=5)
@@ -456,7 +399,7 @@ class Agent:
         yield Final(self._result(s, "cancelled"))
 
     # ------------------------------------------------------------ rag/direct
-    def _harness_search(self, s: _Run, step: int) -> Iterator[Event]:
+    def _harness_search(self, s: RunState, step: int) -> Iterator[Event]:
         """The harness searches the question itself (rag mode, and step 1 of the loop
         when ``search_first`` is "question"), as a step the model then sees."""
         started = time.perf_counter()
@@ -475,7 +418,7 @@ class Agent:
             Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
 
-    def _rag(self, s: _Run, fallback: bool = False) -> Iterator[Event]:
+    def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
         """Single retrieval + answer (also the fallback for models that cannot follow
         the protocol)."""
         if not fallback:
@@ -487,7 +430,7 @@ class Agent:
             return
         yield from self._final_turn(s, step + 1, "", rag=True)
 
-    def _direct(self, s: _Run) -> Iterator[Event]:
+    def _direct(self, s: RunState) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools."""
         started = time.perf_counter()
         yield StepStarted(1, kind="answer")

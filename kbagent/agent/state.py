@@ -1,0 +1,69 @@
+"""What configures the agent (:class:`AgentConfig`) and what one question's run
+carries from step to step (:class:`RunState`): messages, steps, usage, the
+citation ledger, the session cache of calls, and why the run stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbagent.agent.citations import AnswerProcessor, CitationLedger
+from kbagent.agent.events import StepRecord, Usage
+from kbagent.agent.llm.base import Completion, Message
+from kbagent.agent.tools import Tool, ToolContext
+
+
+@dataclass
+class AgentConfig:
+    mode: str = "auto"  # auto | agent | rag | direct
+    tools: str = "knowledge"  # knowledge | full
+    max_steps: int = 5
+    token_budget: int = 24000
+    time_limit: float = 180.0
+    max_tokens_per_step: int = 384
+    final_max_tokens: int = 512
+    # How a knowledge question starts: "question" = the harness searches the question
+    # itself as step 1 (robust with small models), "model" = the model's first step is
+    # grammar-forced to be a kb_search, "off" = the model decides freely.
+    search_first: str = "question"
+    rag_top_k: int = 5
+    citation_cap: int = 100
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
+        cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
+                  time_limit=settings.time_limit,
+                  max_tokens_per_step=settings.max_tokens_per_step,
+                  search_first=settings.search_first)
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(cfg, k, v)
+        return cfg
+
+
+@dataclass
+class RunState:
+    question: str
+    mode: str
+    ledger: CitationLedger
+    ctx: ToolContext
+    processor: AnswerProcessor
+    tools: dict[str, Tool]
+    started: float
+    deadline: float
+    messages: list[Message] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    protocol_failures: int = 0
+    repeats: int = 0  # consecutive calls answered from the cache
+    notes: list[str] = field(default_factory=list)  # calculator results for the final turn
+    stop_reason: str = ""
+    last_finish: str = ""  # finish reason of the newest LLM call
+
+    def count(self, c: Completion) -> None:
+        self.last_finish = c.finish_reason
+        self.usage.prompt_tokens += c.prompt_tokens
+        self.usage.prompt_evaluated += c.prompt_evaluated
+        self.usage.completion_tokens += c.completion_tokens
+        self.usage.llm_calls += 1
