@@ -49,7 +49,7 @@ class Settings:
     n_threads: int = 0  # 0 = llama.cpp's default
     temperature: float = 0.0
     seed: int = 42
-    max_tokens_per_step: int = 384
+    max_tokens_per_step: int = 384  # at least; a step may use more to finish a tool call
     # Agent
     search_first: str = "question"  # question | model | off (see AgentConfig)
     max_steps: int = 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -146,6 +147,20 @@ def test_max_steps_forces_one_final_answer_turn(kb):
     assert "$2,400" in result.answer
 
 
+def test_the_final_turn_sees_the_first_hits_and_the_newest_finds(kb):
+    llm = ScriptedLLM([step("a", "kb_search", {"query": "pricing tiers", "top_k": 10}),
+                       step("b", "kb_cat", {"path": "hr/pto_and_leave_policy.md",
+                                            "start_line": 1, "end_line": 8}),
+                       "The answer."])
+    events, _ = run(Agent(llm, [kb], agent_cfg(max_steps=2)), "How many PTO days?")
+    search, cat = [e for e in events if isinstance(e, Observation)]
+    assert len(search.citations) > 8 and len(cat.citations) == 1
+    sources = llm.calls[-1]["messages"][1].content
+    numbers = [int(n) for n in re.findall(r"^\[(\d+)\] ", sources, re.M)]
+    assert len(numbers) == 8 and numbers[:4] == search.citations[:4]
+    assert numbers[-1] == cat.citations[0]  # the read made after the many search hits
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
@@ -256,6 +271,16 @@ def test_protocol_failures_fall_back_to_single_retrieval(kb):
     assert all(c["grammar"] is None for c in llm.calls)
 
 
+def test_fallback_after_the_harness_search_does_not_search_again(kb):
+    llm = ScriptedLLM(["I think the answer is blue.", "Still no format.",
+                       "The Team tier costs $499 per month."])
+    llm.supports_grammar = False
+    events, result = run(Agent(llm, [kb], AgentConfig(mode="agent")), "Team tier price?")
+    assert [a.tool for a in events if isinstance(a, Action)] == ["kb_search"]
+    assert [st.step for st in events if isinstance(st, StepStarted)] == [1, 2, 3, 4]
+    assert result.status == "answered" and "$499" in result.answer
+
+
 def test_rag_mode_is_one_search_then_an_answer(kb):
     llm = ScriptedLLM([final("ok", "Kestrel Edge uses four NVIDIA L40S GPUs.")])
     events, result = run(Agent(llm, [kb], AgentConfig(mode="rag")),
@@ -338,3 +363,17 @@ def test_calculator_results_reach_the_final_answer_prompt(kb):
     prompt = llm.calls[-1]["messages"][1].content
     assert "Calculations:\n(11.2 - 9.8) / 9.8 * 100 = 14.28571429" in prompt
     assert result.answer
+
+
+def test_a_full_context_window_forces_the_final_answer_with_a_clear_reason(kb):
+    from kbagent.agent.llm.base import ContextFull
+
+    def too_long(messages):
+        raise ContextFull("prompt of 9000 tokens leaves 0 of the 8192-token context")
+
+    llm = ScriptedLLM([step("s", "kb_search", {"query": "pricing"}), too_long,
+                       "The Team tier costs $499/month."])
+    _, result = run(Agent(llm, [kb], agent_cfg()), "Team tier price?")
+    assert result.stop_reason == "the context window is full"
+    assert result.status == "limit" and "$499" in result.answer
+    assert llm.calls[-1]["messages"][0].content.startswith("Answer the question using only")

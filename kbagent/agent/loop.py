@@ -170,12 +170,13 @@ class Agent:
               ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
         """:meth:`_generate` plus the endings every caller treats alike. The third value
         is "" (go on), "done" (a backend failure or a cancel already ended the
-        question), "context" (the prompt did not fit) or why generation stopped early."""
+        question), or why generation stopped early, worded for the user ("the
+        context window is full", "time limit reached")."""
         try:
             completion, text, aborted = yield from self._generate(s, step, grammar, max_tokens,
                                                                   final_turn)
         except ContextFull:
-            return None, "", "context"
+            return None, "", "the context window is full"
         except BackendError as e:
             yield ErrorEvent(str(e))
             yield from self._fallback_answer(s, "error", f"the model failed: {e}")
@@ -183,6 +184,8 @@ class Agent:
         if aborted == "cancelled":
             yield from self._cancelled(s)
             return None, "", "done"
+        if aborted:
+            return completion, text, f"{aborted} reached"
         return completion, text, aborted
 
     def _limit(self, s: RunState, step: int) -> str:
@@ -228,8 +231,7 @@ class Agent:
             if ended == "done":
                 return
             if ended:
-                reason = "context window full" if ended == "context" else f"{ended} reached"
-                yield from self._final_turn(s, step, reason)
+                yield from self._final_turn(s, step, ended)
                 return
             assert completion is not None
             try:
@@ -325,7 +327,7 @@ class Agent:
         s.stop_reason = s.stop_reason or reason
         started = time.perf_counter()
         yield StepStarted(step, kind="answer" if rag else "forced-final")
-        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in list(s.ledger)[:FINAL_SOURCES]]
+        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in self._final_sources(s)]
         s.messages = [Message("system", prompts.FINAL_SYSTEM),
                       Message("user", prompts.sources_message(s.question, sources, s.notes))]
         completion, _, ended = yield from self._turn(s, step, None,
@@ -333,11 +335,20 @@ class Agent:
         if ended == "done":
             return
         if completion is None:
-            why = "the context window is full" if ended == "context" else reason or ended
-            yield from self._fallback_answer(s, "limit", why)
+            yield from self._fallback_answer(s, "limit", ended)
             return
         self._record(s, step, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered" if rag else "limit")
+
+    @staticmethod
+    def _final_sources(s: RunState) -> list[Any]:
+        """The first hits (the question's own search) and the newest finds (a
+        targeted read late in the loop), at most FINAL_SOURCES, in ledger order."""
+        cites = list(s.ledger)
+        if len(cites) <= FINAL_SOURCES:
+            return cites
+        first = FINAL_SOURCES // 2
+        return cites[:first] + cites[len(cites) - (FINAL_SOURCES - first):]
 
     def _finish(self, s: RunState, status: str) -> Iterator[Event]:
         if s.last_finish in ("length", "repetition"):  # cut off: no half sentence at the end
@@ -399,12 +410,15 @@ class Agent:
         yield Final(self._result(s, "cancelled"))
 
     # ------------------------------------------------------------ rag/direct
+    def _question_search_args(self, s: RunState) -> dict[str, Any]:
+        return {"query": s.question[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+
     def _harness_search(self, s: RunState, step: int) -> Iterator[Event]:
         """The harness searches the question itself (rag mode, and step 1 of the loop
         when ``search_first`` is "question"), as a step the model then sees."""
         started = time.perf_counter()
         yield StepStarted(step, kind="retrieval")
-        args = {"query": s.question[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+        args = self._question_search_args(s)
         yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
         out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
         s.usage.tool_ms += tool_ms
@@ -423,8 +437,11 @@ class Agent:
         the protocol)."""
         if not fallback:
             s.mode = "rag"
-        step = len(s.steps) + 1
-        yield from self._harness_search(s, step)
+        step = len(s.steps)
+        searched = ("kb_search", json.dumps(self._question_search_args(s), sort_keys=True))
+        if searched not in s.calls:  # a fallback after the harness's first search skips it
+            step += 1
+            yield from self._harness_search(s, step)
         if self._cancel.is_set():
             yield from self._cancelled(s)
             return

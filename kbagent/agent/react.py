@@ -30,28 +30,24 @@ ANSWER_STOP = [*STOP, "\nQuestion:"]
 
 
 def step_grammar(tools: dict[str, Tool], *, allow_final: bool = True,
-                 allow_actions: bool = True, thought: str = "",
                  kb_names: list[str] | None = None) -> str:
-    """GBNF for one step. ``allow_actions=False`` forces a final answer (limits hit);
-    ``allow_final=False`` forces a tool call (search before answering); ``thought``
-    fixes the Thought text (final turns, where the reasoning already happened)."""
-    if not (allow_final or allow_actions) or (allow_actions and not tools):
-        raise ValueError("a step must allow a final answer or at least one tool")
-    fixed = json.dumps(thought) if thought else ""
+    """GBNF for one step: a Thought line, then a call of one of ``tools`` with
+    schema-shaped arguments, or a Final Answer. ``allow_final=False`` forces a tool
+    call (search before answering). Final-answer turns use no grammar at all."""
+    if not tools:
+        raise ValueError("a step needs at least one tool")
     rules = [
         'root ::= "Thought: " thought "\\n" step',
-        f"thought ::= {fixed}" if thought else f"thought ::= [^\\n]{{1,{MAX_THOUGHT}}}",
-        "step ::= " + " | ".join(
-            (["action"] if allow_actions else []) + (["final"] if allow_final else [])),
+        f"thought ::= [^\\n]{{1,{MAX_THOUGHT}}}",
+        "step ::= " + " | ".join(["action"] + (["final"] if allow_final else [])),
     ]
-    if allow_actions:
-        names = list(tools)
-        rules.append('action ::= "Action: " (' + " | ".join(
-            f"call{i}" for i in range(len(names))) + ")")
-        for i, name in enumerate(names):
-            rules.append(f'call{i} ::= "{name}\\nAction Input: " args{i}')
-            schema = with_kb_names(tools[name].parameters, kb_names or [])
-            rules.append(schema_to_gbnf(f"args{i}", schema))
+    names = list(tools)
+    rules.append('action ::= "Action: " (' + " | ".join(
+        f"call{i}" for i in range(len(names))) + ")")
+    for i, name in enumerate(names):
+        rules.append(f'call{i} ::= "{name}\\nAction Input: " args{i}')
+        schema = with_kb_names(tools[name].parameters, kb_names or [])
+        rules.append(schema_to_gbnf(f"args{i}", schema))
     if allow_final:
         rules.append('final ::= "Final Answer: " [^\\n\\x00] [^\\x00]*')
     return "\n".join(rules) + "\n" + GBNF_COMMON
@@ -159,8 +155,9 @@ class StepStreamer:
         if not self.answer_only:
             return None
         stripped = body.lstrip()
-        if not stripped or (len(stripped) < 8 and "thought:".startswith(stripped.lower())):
-            return None  # could still become "Thought:"
+        if not stripped or any(label.startswith(stripped.lower())
+                               for label in ("thought:", "final answer:")):
+            return None  # could still become "Thought:" or "Final Answer:"
         if re.match(r"\s*Thought\s*:", body, re.I):
             nl = body.find("\n")
             if nl == -1 or "final answer:".startswith(body[nl + 1 :].lstrip()[:13].lower()):

@@ -104,6 +104,7 @@ jbool ::= "true" | "false"
 # Grammar strings are bounded so that a whole tool call has a known worst-case size:
 # at most 4 UTF-8 bytes per character and at least one byte per token, so the step's
 # token limit can always fit a complete call (see worst_case_bytes and the loop).
+# Tool schemas keep their own, longer limits for backends without grammars.
 MAX_GRAMMAR_STRING = 120
 BYTES_PER_CHAR = 4
 

@@ -82,7 +82,7 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
 
 
 _KB = {"type": "string", "minLength": 1, "maxLength": 64}
-_QUERY = {"type": "string", "minLength": 1, "maxLength": 120}
+_QUERY = {"type": "string", "minLength": 1, "maxLength": 300}
 _TOP_K = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
 
 
@@ -268,18 +268,18 @@ KNOWLEDGE_TOOLS = [
     Tool("kb_semantic_search", "Meaning-based search only; for paraphrased questions.",
          _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_semantic_search),
     Tool("kb_grep", "Find lines containing an exact word, number or regex.",
-         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 120},
+         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
                "regex": {"type": "boolean", "default": False},
                "path_glob": {"type": "string", "maxLength": 80}, "kb": _KB,
                "max_matches": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30}},
               ["pattern"]), _kb_grep),
     Tool("kb_cat", "Read numbered lines of one file.",
-         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 120},
+         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300},
                "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "kb": _KB}, ["path"]), _kb_cat),
     Tool("kb_ls", "List the files and folders in a folder of a knowledge base.",
-         _obj({"path": {"type": "string", "maxLength": 120}, "kb": _KB}), _kb_ls),
+         _obj({"path": {"type": "string", "maxLength": 300}, "kb": _KB}), _kb_ls),
     Tool("kb_glob", "List file paths matching a glob such as finance/*.md.",
          _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 80}, "kb": _KB},
               ["pattern"]), _kb_glob),
@@ -287,7 +287,7 @@ KNOWLEDGE_TOOLS = [
 ]
 FULL_TOOLS = [
     Tool("calculate", "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
-         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 120}},
+         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
               ["expression"]), _calculate),
     Tool("plan", "Write down the steps you will take for a complex question.",
          _obj({"steps": {"type": "array", "maxItems": 6,

@@ -171,16 +171,14 @@ def search(
 
     settings = settings_from(ctx)
     kbs = open_kbs(settings, kb)
-    loaded: dict = {}
     load_s = 0.0
 
     def embedder_for(model_id: str):  # timed apart: loading the model is not searching
         nonlocal load_s
-        if model_id not in loaded:
-            t0 = time.perf_counter()
-            loaded[model_id] = load_embedder(model_id)
-            load_s += time.perf_counter() - t0
-        return loaded[model_id]
+        t0 = time.perf_counter()
+        embedder = load_embedder(model_id)  # cached per process
+        load_s += time.perf_counter() - t0
+        return embedder
 
     started = time.perf_counter()
     result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value)

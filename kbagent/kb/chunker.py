@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kbagent.kb.models import Chunk, ExtractedDoc, Line
+from kbagent.kb.models import MD_HEADING, Chunk, ExtractedDoc, Line, is_named_heading
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_MD_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _RST_ADORN = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;。！？])\s+")
@@ -66,7 +65,7 @@ def _markdown_sections(lines: list[Line]) -> list[_Section]:
             fence = None if fence == m_fence.group(1) else (fence or m_fence.group(1))
         level, title = 0, ""
         if fence is None and not m_fence:
-            m = _MD_HEADING.match(text)
+            m = MD_HEADING.match(text)
             if m:
                 level, title = len(m.group(1)), m.group(2).strip()
             elif (
@@ -225,13 +224,7 @@ def _trim(group: list[Line]) -> list[Line]:
 
 def _only_trail_headings(group: list[Line], trail: list[str]) -> bool:
     """True when every non-blank line is a Markdown heading already named in ``trail``."""
-    for ln in group:
-        if not ln.text.strip():
-            continue
-        m = _MD_HEADING.match(ln.text)
-        if not m or m.group(2).strip() not in trail:
-            return False
-    return True
+    return all(is_named_heading(ln.text, trail) for ln in group)
 
 
 def chunk_document(doc: ExtractedDoc, max_tokens: int = 200, overlap: int = 32) -> list[Chunk]:

@@ -6,7 +6,16 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+MD_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def is_named_heading(line: str, names: set[str] | list[str]) -> bool:
+    """True if ``line`` is blank or a Markdown heading whose title is in ``names``
+    (a heading the chunk's trail already carries)."""
+    if not line.strip():
+        return True
+    m = MD_HEADING.match(line)
+    return bool(m) and m.group(2).strip() in names
 
 
 @dataclass
@@ -65,10 +74,7 @@ class Chunk:
         named = set(trail.split(" > "))
         lines = self.text.split("\n")
         skip = 0
-        for line in lines:
-            m = _HEADING_LINE.match(line)
-            if line.strip() and not (m and m.group(1) in named):
-                break
+        while skip < len(lines) and is_named_heading(lines[skip], named):
             skip += 1
         text = "\n".join(lines[skip:])
         return f"{trail}\n{text}" if text else trail

@@ -60,6 +60,9 @@ _MODELS: dict[tuple, Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+MIN_GENERATION = 64  # fewer tokens of room than this (or than asked) is a full context
+
+
 class LlamaCppLLM:
     supports_grammar = True
     last_usage: Completion | None = None
@@ -135,11 +138,15 @@ class LlamaCppLLM:
         with self._lock:
             llm = self._llm
             tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
-            if len(tokens) + max_tokens > self.context_length:
+            room = self.context_length - len(tokens)
+            if room < min(max_tokens, MIN_GENERATION):
                 raise ContextFull(
-                    f"prompt of {len(tokens)} tokens + {max_tokens} to generate exceeds the "
-                    f"{self.context_length}-token context"
+                    f"prompt of {len(tokens)} tokens leaves {max(room, 0)} of the "
+                    f"{self.context_length}-token context to generate in"
                 )
+            # a limit is an upper bound (the loop asks for a grammar's worst case), so
+            # it is clamped to the room left rather than refused
+            max_tokens = min(max_tokens, room)
             cached = 0
             for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
                 if a != b:
