@@ -298,8 +298,8 @@ class Ingestor:
             gone = [base_docs[p].id for p in removed] + [
                 base_docs[p.doc.path].id for p in pending if p.doc.path in base_docs
             ]
-            reuse: dict[str, np.ndarray] = {} if incremental else self._salvage(base_gen,
-                                                                                model_id)
+            reuse: dict[str, np.ndarray] = {} if incremental else self._salvage(
+                base_gen, model_id, {h for p in pending for h in p.hashes})
             if gone:
                 by_hash = store.chunk_ids_by_hash(gone)
                 vecs = vectors.get(list(by_hash.values()))
@@ -365,10 +365,13 @@ class Ingestor:
         cache.discard()
         self._prune(keep={gen, base_gen})
 
-    def _salvage(self, base_gen: str | None, model_id: str) -> dict[str, np.ndarray]:
-        """On --rebuild, reuse the old generation's vectors by text hash when it is
-        consistent and used the same model (a chunker upgrade then costs no embedding);
-        a damaged generation is ignored and everything is embedded again."""
+    def _salvage(self, base_gen: str | None, model_id: str,
+                 wanted: set[str]) -> dict[str, np.ndarray]:
+        """On --rebuild, reuse the old generation's vectors of the ``wanted`` text
+        hashes when it is consistent and used the same model (a chunker upgrade then
+        costs no embedding for unchanged text); a damaged generation is ignored and
+        everything is embedded again. Not ``KnowledgeBase``: that refuses a damaged
+        generation with an error, and this must not."""
         if not base_gen:
             return {}
         gen_dir = self.dir / base_gen
@@ -385,8 +388,9 @@ class Ingestor:
             if len(vectors) != len(rows) or LexicalIndex(gen_dir / "tantivy").num_docs() != len(
                     rows):
                 return {}
-            vecs = vectors.get([cid for cid, _ in rows])
-            return {h: vecs[cid] for cid, h in rows if cid in vecs}
+            keep = [(cid, h) for cid, h in rows if h in wanted]
+            vecs = vectors.get([cid for cid, _ in keep])
+            return {h: vecs[cid] for cid, h in keep if cid in vecs}
         except Exception:  # unreadable in any way: nothing to salvage
             return {}
 
