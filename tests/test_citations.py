@@ -214,3 +214,19 @@ def test_a_sentence_cut_by_the_token_limit_is_dropped(ctx):
         proc = AnswerProcessor(CitationLedger())
         proc.feed(text)
         assert proc.drop_unfinished() == ""
+
+
+def test_a_looping_answer_is_cut_even_when_its_citation_numbers_change():
+    proc = AnswerProcessor(CitationLedger())
+    proc.feed("The answer is: 68.5%\n\n" + "".join(
+        f"The source is:\n[{n}]\n\n" for n in range(1, 9)))
+    assert proc.trim_repetition()
+    assert proc.drop_unfinished()  # as the loop does after cutting a repetition
+    proc.finish()
+    assert proc.answer.startswith("The answer is: 68.5%")
+    assert proc.answer.count("The source is:") <= 2  # of 8 copies
+    # a table whose rows differ in their numbers is not a loop
+    proc = AnswerProcessor(CitationLedger())
+    proc.feed("".join(f"Q{q} 2026 revenue: ${q * 3}.{q}0M, margin {60 + q}.{q}%\n"
+                      for q in range(1, 5)))
+    assert not proc.trim_repetition()

@@ -99,3 +99,44 @@ def test_unreachable_server_is_a_clear_backend_error():
 def test_bad_url_is_bad_input():
     with pytest.raises(BadInputError, match="must start with http"):
         OpenAICompatLLM("localhost:8080")
+
+
+def test_a_request_over_the_server_context_is_a_clear_error(server_url):
+    llm = OpenAICompatLLM(server_url)
+    with pytest.raises(BackendError, match="closed the stream without an answer"):
+        complete(llm, [Message("user", "Say hello. " * 1500)], max_tokens=16)
+
+
+@pytest.mark.parametrize("message", [
+    "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens",
+    "the request exceeds the available context size, try increasing it",
+])
+def test_a_context_error_from_a_server_is_a_full_context(message):
+    """vLLM and llama-server answer HTTP 400 with these words (they cannot run here,
+    so a local HTTP server gives the same answer)."""
+    import http.server
+    import json
+    import threading
+
+    from kbagent.agent.llm.base import ContextFull
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": {"message": message}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        llm = OpenAICompatLLM(f"http://127.0.0.1:{srv.server_port}/v1")
+        with pytest.raises(ContextFull, match="context"):
+            complete(llm, [Message("user", "hi")], max_tokens=16)
+    finally:
+        srv.shutdown()

@@ -344,10 +344,13 @@ class AnswerProcessor:
         buf = self._buffer
         if len(buf) < 3 * window:
             return False
-        tail = buf[-window:]
-        first = buf.find(tail)
-        second = buf.find(tail, first + 1)
-        if second == -1 or buf.count(tail) < 3:
+        # citation numbers do not make a repeat new ("Source: [1] Source: [2] ..."):
+        # compare with their digits masked (same length, so positions carry over)
+        norm = _MARKER.sub(lambda m: "[" + "#" * (len(m.group()) - 2) + "]", buf)
+        tail = norm[-window:]
+        first = norm.find(tail)
+        second = norm.find(tail, first + 1)
+        if second == -1 or norm.count(tail) < 3:
             return False
         self._buffer = buf[: second].rstrip()
         return True

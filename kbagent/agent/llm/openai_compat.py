@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent.llm.base import Completion, Message, apply_stop
+from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
 from kbagent.errors import BackendError, BadInputError
+
+# how vLLM, llama-server, Ollama and OpenAI word a request that does not fit
+_CONTEXT_ERROR = re.compile(r"context (length|size|window)|exceeds? the (available )?context|"
+                            r"too many tokens|maximum context", re.I)
 
 
 class OpenAICompatLLM:
@@ -80,11 +85,19 @@ class OpenAICompatLLM:
             resp = self._request(body)
         except urllib.error.HTTPError as e:
             detail = e.read().decode(errors="replace")[:300]
+            if _CONTEXT_ERROR.search(detail):
+                raise ContextFull(f"LLM server {self.base_url}: {detail}") from e
             if "grammar" in body and e.code in (400, 422):
                 self.supports_grammar = False
                 body.pop("grammar")
                 try:
                     resp = self._request(body)
+                except urllib.error.HTTPError as e2:
+                    detail = e2.read().decode(errors="replace")[:300]
+                    if _CONTEXT_ERROR.search(detail):
+                        raise ContextFull(f"LLM server {self.base_url}: {detail}") from e2
+                    raise BackendError(
+                        f"LLM server {self.base_url} answered HTTP {e2.code}: {detail}") from e2
                 except (urllib.error.URLError, OSError) as e2:
                     raise BackendError(f"LLM server {self.base_url} failed: {e2}") from e2
             else:
@@ -93,13 +106,14 @@ class OpenAICompatLLM:
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e
-        text, finish, usage = "", "stop", None
+        text, finish, usage, events = "", "stop", None, 0
         try:
             with resp:
                 for raw in resp:
                     line = raw.decode("utf-8", errors="replace").strip()
                     if not line.startswith("data:"):
                         continue
+                    events += 1
                     data = line[5:].strip()
                     if data == "[DONE]":
                         break
@@ -117,6 +131,9 @@ class OpenAICompatLLM:
                             finish = choice["finish_reason"]
         except (TimeoutError, OSError) as e:
             raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
+        if not events:  # llama_cpp.server fails this way when a prompt exceeds its context
+            raise BackendError(f"LLM server {self.base_url} closed the stream without an "
+                               "answer (a prompt longer than its context window?)")
         ms = (time.perf_counter() - started) * 1000
         text, _ = apply_stop(text, stop)
         prompt_tokens = int((usage or {}).get("prompt_tokens") or
