@@ -177,8 +177,7 @@ def test_progress_bar_reports_files_and_chunks(tmp_path):
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)
-    bar = kb_commands._ProgressBar(True)
-    bar._console = console
+    bar = kb_commands._ProgressBar(True, console)
     with bar:
         bar("scan", 3, 3)
         bar("embed", 10, 40)

@@ -35,9 +35,9 @@ class _ProgressBar:
         "scan": "reading files", "embed": "embedding chunks", "write": "indexing chunks"
     }
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, console: Any = None) -> None:
         self.enabled = enabled
-        self._console: Any = None  # default: stderr
+        self._console = console  # default: stderr
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
 

@@ -40,7 +40,7 @@ class _Converter(HTMLParser):
         self._pre = 0
         self._prefix = ""
         self._in_title = False
-        self._lists: list[str] = []  # open ul/ol elements
+        self._list_depth = 0  # open ul/ol elements
         self._cells = 0
 
     # --- line buffer -------------------------------------------------------
@@ -95,7 +95,7 @@ class _Converter(HTMLParser):
             return
         if tag in ("ul", "ol"):
             self._flush()
-            self._lists.append(tag)
+            self._list_depth += 1
             return
         if tag in _JOINED:
             self._flush()
@@ -105,7 +105,7 @@ class _Converter(HTMLParser):
             elif tag == "li":
                 # "- " for ordered lists too: a generated "3." is not text on disk, and a
                 # citation's excerpt must be findable in the cited lines
-                self._prefix = "  " * max(0, len(self._lists) - 1) + "- "
+                self._prefix = "  " * max(0, self._list_depth - 1) + "- "
             return
         if tag in _BLOCK:
             self._flush()
@@ -125,8 +125,7 @@ class _Converter(HTMLParser):
             return
         if tag in ("ul", "ol"):
             self._flush()
-            if self._lists:
-                self._lists.pop()
+            self._list_depth = max(0, self._list_depth - 1)
             return
         if tag in _JOINED:
             if self._joined and self._joined[-1] == tag:
