@@ -1,0 +1,68 @@
+"""One self-contained HTML page for an evaluation (no scripts, no network):
+the summary table, then one row per query, so two runs can be opened side by
+side and compared."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from kbagent.evaluation.retrieval import RetrievalReport
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.hit{background:#dff3df} .best{font-weight:bold} code{font-size:12px}
+"""
+
+
+def _cell(value: object, cls: str = "") -> str:
+    c = f' class="{cls}"' if cls else ""
+    return f"<td{c}>{html.escape(str(value))}</td>"
+
+
+def retrieval_html(report: RetrievalReport) -> str:
+    best = report.best()
+    rows = []
+    for m in report.modes:
+        cls = "n best" if m.mode == best else "n"
+        pub = "" if m.published_ndcg_10 is None else f"{m.published_ndcg_10:.3f}"
+        rows.append("<tr>" + _cell(m.mode) + "".join(_cell(f"{v:.4f}", cls) for v in (
+            m.ndcg_10, m.recall_10, m.recall_100, m.mrr_10)) + _cell(pub, "n")
+            + _cell(f"{m.latency_p50_ms:.1f} / {m.latency_p95_ms:.1f}", "n") + "</tr>")
+    head = ("<tr><th>mode</th><th>nDCG@10</th><th>recall@10</th><th>recall@100</th>"
+            "<th>MRR@10</th><th>published nDCG@10</th><th>latency p50 / p95 ms</th></tr>")
+    per_q = []
+    modes = [m.mode for m in report.modes]
+    for qid, text in report.queries_text.items():
+        rels = report.qrels.get(qid, {})
+        cells = [_cell(qid), _cell(text),
+                 "<td>" + html.escape(", ".join(d for d, g in rels.items() if g > 0)) + "</td>"]
+        for m in report.modes:
+            top = m.per_query_top10.get(qid, [])
+            marked = " ".join(
+                f'<span class="hit">{html.escape(d)}</span>' if rels.get(d, 0) > 0
+                else html.escape(d) for d in top[:5])
+            cells.append(f'<td class="n">{m.per_query_ndcg_10.get(qid, 0.0):.3f}</td>'
+                         f"<td><code>{marked}</code></td>")
+        per_q.append("<tr>" + "".join(cells) + "</tr>")
+    q_head = "<tr><th>id</th><th>query</th><th>relevant</th>" + "".join(
+        f"<th>{html.escape(m)} nDCG@10</th><th>{html.escape(m)} top 5</th>" for m in modes
+    ) + "</tr>"
+    title = f"kbagent eval retrieval: {report.dataset}"
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>KB <code>{html.escape(report.kb)}</code>: {report.documents} documents, "
+        f"{report.chunks} chunks; embedding model <code>{html.escape(report.embedding_model)}"
+        f"</code>; {report.queries} queries.</p><table>{head}{''.join(rows)}</table>"
+        f"<h2>Per query</h2><table>{q_head}{''.join(per_q)}</table></body></html>\n"
+    )
+
+
+def write_retrieval_html(report: RetrievalReport, path: Path) -> None:
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(retrieval_html(report), encoding="utf-8")
