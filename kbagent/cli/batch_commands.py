@@ -1,0 +1,290 @@
+"""``kbagent batch`` (many questions, one JSON line each) and ``kbagent replay``
+(a recorded trace rendered as ``ask`` showed it, or re-run to reproduce it)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kbagent.cli import app
+from kbagent.cli.ask_commands import Mode, ToolSet, threading_main
+from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console, warn
+from kbagent.errors import BadInputError, ExitCode, Interrupted, KbagentError
+
+
+class _Cancel:
+    """Cancel handle for one question (the agent's own cancel)."""
+
+    def __init__(self) -> None:
+        self.agent: Any = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.agent is not None:
+            self.agent.cancel()
+
+
+class AgentFactory:
+    """Loads the LLM once and opens each set of KBs once for a whole batch."""
+
+    def __init__(self, settings: Any, kb: list[str] | None, mode: str, tools: str,
+                 limits: dict[str, Any], trace_dir: Path | None) -> None:
+        self.settings, self.kb, self.mode, self.tools = settings, kb, mode, tools
+        self.limits, self.trace_dir = limits, trace_dir
+        self._kbs: dict[tuple[str, ...], list[Any]] = {}
+        self._llm: Any = None
+
+    def llm(self) -> Any:
+        if self._llm is None:
+            from kbagent.agent.llm import load_llm
+
+            self._llm = load_llm(self.settings)
+        return self._llm
+
+    def kbs(self, names: list[str] | None, mode: str) -> list[Any]:
+        from kbagent.cli.kb_commands import open_kbs
+
+        if mode == "direct" and not names:
+            return []
+        key = tuple(names or ())
+        if key not in self._kbs:
+            self._kbs[key] = open_kbs(self.settings, names)
+        return self._kbs[key]
+
+    def run(self, item: Any, handle: _Cancel) -> dict[str, Any]:
+        from kbagent.agent.events import Final
+        from kbagent.agent.loop import Agent, AgentConfig
+
+        mode, tools = item.mode or self.mode, item.tools or self.tools
+        kbs = self.kbs(item.kb or self.kb, mode)
+        config = AgentConfig.from_settings(self.settings, mode=mode, tools=tools, **self.limits)
+        llm, writer = self.llm(), None
+        if self.trace_dir is not None:
+            from kbagent.agent.trace import TraceWriter, TracingLLM
+
+            writer = TraceWriter(self.trace_dir / f"{_safe(item.id)}.jsonl")
+            writer.header(question=item.question, kbs=kbs, mode=mode, tools=tools,
+                          settings=self.settings, llm=llm)
+            llm = TracingLLM(llm, writer)
+        handle.agent = agent = Agent(llm, kbs, config)
+        if handle.cancelled:
+            agent.cancel()
+        result = None
+        try:
+            for ev in agent.run(item.question):
+                if writer is not None:
+                    writer.event(ev)
+                if isinstance(ev, Final):
+                    result = ev.result
+        finally:
+            if writer is not None:
+                writer.end(result, "interrupted")
+                writer.close()
+        assert result is not None
+        return result.to_dict()
+
+
+def _safe(ident: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", ident)[:100] or "question"
+
+
+@app.command()
+@handles_errors
+def batch(
+    ctx: typer.Context,
+    input_file: Annotated[str, typer.Argument(
+        metavar="INPUT", help="Questions: a text file (one a line), JSONL (id, question, "
+        "optional kb, mode, tools), or - for standard input.", show_default=False)],
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="JSONL file to write (and to resume: ids already answered "
+        "there are skipped). Default: standard output.", show_default=False)] = None,
+    kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to use (repeatable; default: "
+                                                 "all); a line's own 'kb' wins.",
+                                                 show_default=False)] = None,
+    mode: Annotated[Mode, typer.Option("--mode", help="Default mode; a line's own wins.")] = (
+        Mode.auto),
+    tools: Annotated[ToolSet, typer.Option("--tools", help="Default tool set.")] = (
+        ToolSet.knowledge),
+    model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
+                                              show_default=False)] = None,
+    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",
+                                                show_default=False)] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name to send to "
+                                                  "the server.", show_default=False)] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Questions at once "
+                                         "(with --llm-url; the in-process model answers one "
+                                         "at a time).")] = 1,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, max=50,
+                                                  show_default=False)] = None,
+    token_budget: Annotated[int | None, typer.Option("--token-budget", min=100,
+                                                     show_default=False)] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=1.0,
+                                                     show_default=False)] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Write one trace per question into this folder (see kbagent replay).",
+        show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = (
+        False),
+) -> None:
+    """Answer many questions; one JSON line per question (the `ask --json` shape plus
+    `id` and `error`), written as each finishes. Resumable with -o."""
+    from kbagent.batch import BatchRunner, answered_ids, read_questions
+
+    settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
+    items = read_questions(input_file, sys.stdin)
+    if workers > 1 and not settings.llm_url:
+        warn("--workers needs --llm-url; the in-process model answers one question at a time")
+        workers = 1
+    skip = answered_ids(output) if output is not None else set()
+    limits = {"max_steps": max_steps, "token_budget": token_budget, "time_limit": time_limit}
+    factory = AgentFactory(settings, kb, mode.value, tools.value, limits, trace)
+    err = stderr_console()
+    out_file = open(output, "a", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    progress = None if quiet or not err.is_terminal else _progress(err)
+    task = progress.add_task("questions", total=len(items)) if progress else None
+
+    def on_record(rec: dict[str, Any], tally: Any) -> None:
+        if progress is not None:
+            progress.update(task, completed=tally.done + tally.skipped,
+                            description=f"{tally.answered} answered, {tally.failed} failed, "
+                            f"median {tally.median_s:.1f} s")
+        elif not quiet and rec.get("error") is not None:
+            warn(f"{rec['id']}: {rec['error']}")
+
+    runner = BatchRunner(factory.run, out_file, workers=workers, on_record=on_record,
+                         make_token=_Cancel)
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, previous)  # a second Ctrl-C quits at once
+        runner.cancel()
+
+    if threading_main():
+        signal.signal(signal.SIGINT, on_sigint)
+    interrupted = False
+    try:
+        if progress is not None:
+            progress.start()
+        runner.run(items, skip)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if progress is not None:
+            progress.stop()
+        if threading_main():
+            signal.signal(signal.SIGINT, previous)
+        if output is not None:
+            out_file.close()
+    tally = runner.tally
+    where = f" in {output}" if output else ""
+    if interrupted:
+        raise Interrupted(f"interrupted: {tally.answered} answers written{where}; run the "
+                           "same command again to finish") from None
+    if not quiet:
+        _summary(err, tally, output)
+    if tally.total - tally.skipped > 0 and tally.answered == 0:
+        raise KbagentError(f"every question failed ({tally.failed}); see the 'error' field "
+                           "of each line")
+
+
+def _progress(console: Any) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    console=console, transient=True)
+
+
+def _summary(console: Any, tally: Any, output: Path | None) -> None:
+    from rich.table import Table
+
+    table = Table(title="batch", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for what, value in (("questions", tally.total), ("answered", tally.answered),
+                        ("failed", tally.failed), ("skipped (answered before)", tally.skipped),
+                        ("median latency", f"{tally.median_s:.1f} s"),
+                        ("questions per minute", f"{tally.per_minute:.1f}")):
+        table.add_row(what, str(value))
+    if output is not None:
+        table.add_row("output", str(output))
+    console.print(table)
+
+
+@app.command()
+@handles_errors
+def replay(
+    ctx: typer.Context,
+    trace_file: Annotated[Path, typer.Argument(metavar="TRACE", help="A trace file written by "
+                                               "--trace.", show_default=False)],
+    rerun: Annotated[bool, typer.Option(
+        "--rerun", help="Ask again with the recorded settings and model, and compare the new "
+        "answer with the recorded one (exit 1 if they differ).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the answer.")] = False,
+) -> None:
+    """Show a recorded run as `kbagent ask` showed it, or reproduce it offline."""
+    from kbagent.agent.events import Final
+    from kbagent.agent.trace import read_trace, trace_events
+    from kbagent.cli.render import EventRenderer
+
+    records = read_trace(trace_file)
+    header = records[0]
+    if rerun:
+        _rerun(ctx, header, records, quiet)
+        return
+    renderer = EventRenderer(stdout_console(), stderr_console(), quiet=quiet)
+    final = None
+    for ev in trace_events(records):
+        renderer(ev)
+        if isinstance(ev, Final):
+            final = ev.result
+    if final is None:
+        raise BadInputError(f"{trace_file} ends before the answer (the run was interrupted)")
+    renderer.finish(final)
+
+
+def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, Any]],
+           quiet: bool) -> None:
+    from kbagent.agent.events import Final
+    from kbagent.agent.llm import load_llm
+    from kbagent.agent.loop import Agent, AgentConfig
+    from kbagent.cli.kb_commands import open_kbs
+
+    recorded = next((r["event"] for r in records if r.get("kind") == "event"
+                     and r["event"].get("type") == Final.type), None)
+    if recorded is None:
+        raise BadInputError("the trace ends before the answer; nothing to compare")
+    keep = {k: v for k, v in header["settings"].items() if k != "home"}
+    settings = settings_from(ctx, **keep)
+    llm = load_llm(settings)
+    size = header.get("llm", {}).get("model_bytes")
+    path = getattr(llm, "path", None)
+    if size and path and Path(path).stat().st_size != size:
+        warn(f"the model file {path} differs from the recorded one ({size} bytes)")
+    kbs = open_kbs(settings, [k["name"] for k in header["kbs"]]) if header["kbs"] else []
+    for kb, rec in zip(kbs, header["kbs"], strict=False):
+        if rec.get("generation") and kb.generation != rec["generation"]:
+            warn(f"KB '{kb.name}' changed since the trace ({rec['generation']} -> "
+                 f"{kb.generation}); the answer may differ")
+    config = AgentConfig.from_settings(settings, mode=header["mode"], tools=header["tools"])
+    result = None
+    for ev in Agent(llm, kbs, config).run(header["question"]):
+        if isinstance(ev, Final):
+            result = ev.result
+    assert result is not None
+    same = result.answer == recorded["answer"]
+    out = stdout_console()
+    if not quiet:
+        out.print(json.dumps({"reproduced": same, "recorded": recorded["answer"],
+                              "new": result.answer}, indent=2, ensure_ascii=False))
+    else:
+        out.print("reproduced" if same else "differs")
+    if not same:
+        raise typer.Exit(ExitCode.ERROR)
