@@ -87,7 +87,10 @@ class AgentFactory:
                 writer.end(result, "interrupted")
                 writer.close()
         assert result is not None
-        return result.to_dict()
+        # beyond the `ask --json` shape: the mode asked for (auto routes) and every path
+        # the tools showed the model, so `kbagent eval qa --answers` can score this file
+        return {**result.to_dict(), "requested_mode": mode, "retrieved": sorted(
+            {c["path"] for doc in result.all_references for c in doc["chunks"]})}
 
 
 def _safe(ident: str) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from kbagent.cli import app
+from kbagent.cli.ask_commands import Mode, ToolSet
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
 from kbagent.cli.kb_commands import KbagentInterrupted, SearchMode, _ProgressBar
+from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError
 
 eval_app = typer.Typer(help="Measure retrieval and answer quality on your own data.",
                        no_args_is_help=True)
@@ -83,3 +85,137 @@ def retrieval(
     stdout_console().print(table)
     if html_out is not None:
         stderr_console().print(f"[dim]HTML report: {html_out}[/]")
+
+
+@eval_app.command("qa")
+@handles_errors
+def qa(
+    ctx: typer.Context,
+    questions: Annotated[Path, typer.Argument(
+        help="Question set: kbagent's sample JSONL, a HotpotQA (IRCoT) JSONL or folder, or a "
+        "MuSiQue JSON (with its _corpus.json beside it).", show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="auto, sample, hotpotqa or musique.")] = (
+        "auto"),
+    kb: Annotated[list[str] | None, typer.Option(
+        "--kb", help="KB to ask (sample format; default: all). HotpotQA/MuSiQue build and "
+        "reuse eval-<set>.", show_default=False)] = None,
+    compare_modes: Annotated[str, typer.Option(
+        "--compare-modes", help="Modes to run side by side, comma-separated.")] = "auto",
+    tools: Annotated[ToolSet, typer.Option("--tools", help="Tool set.")] = ToolSet.knowledge,
+    max_questions: Annotated[int | None, typer.Option(
+        "--max-questions", min=1, help="Only the first N questions.", show_default=False)] = None,
+    answers: Annotated[Path | None, typer.Option(
+        "--answers", help="Score this `kbagent batch` output instead of asking.",
+        show_default=False)] = None,
+    model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
+                                              show_default=False)] = None,
+    llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",
+                                                show_default=False)] = None,
+    llm_model: Annotated[str | None, typer.Option("--llm-model", show_default=False,
+                                                  help="Model name to send to the server.")] = (
+        None),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report (with every row) "
+                                          "as JSON.")] = False,
+    html_out: Annotated[Path | None, typer.Option(
+        "--html", help="Also write a self-contained HTML report.", show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Answer a question set (or score `batch` answers) and report exact match, F1,
+    answer-contains-gold, supporting-document recall, citation precision, abstention,
+    steps, tokens and latency per mode."""
+    from kbagent.batch import BatchQuestion
+    from kbagent.cli.batch_commands import AgentFactory, _Cancel
+    from kbagent.evaluation.qa import run_qa, score_answers
+    from kbagent.evaluation.qa_data import load_qa, write_corpus_folder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import validate_name
+
+    settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
+    ds = load_qa(questions, fmt, max_questions)
+    modes = [m.strip() for m in compare_modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in {x.value for x in Mode}]
+    if bad or not modes:
+        raise BadInputError(f"unknown mode {', '.join(bad) or '(none)'} in --compare-modes "
+                            "(choose from auto, agent, rag, direct)")
+    kb_names = kb
+    show_bar = not quiet and sys.stderr.isatty()
+    try:
+        with _ProgressBar(show_bar) as bar:
+            if ds.corpus is not None:
+                name = validate_name((kb or [f"eval-{ds.name}"])[0])
+                folder = settings.home / "eval" / name / "corpus"
+                write_corpus_folder(ds.corpus, folder)
+                Ingestor(settings, name, progress=bar).run(folder)
+                kb_names = [name]
+            label = ",".join(kb_names or ["all KBs"])
+            if answers is not None:
+                report = score_answers(ds, label, _read_records(answers))
+            else:
+                factory = AgentFactory(settings, kb_names, modes[0], tools.value, {}, None)
+
+                def answer(item: Any, mode: str) -> dict[str, Any]:
+                    q = BatchQuestion(item.id, item.question, 0, mode=mode)
+                    try:
+                        return factory.run(q, _Cancel())
+                    except KbagentError as e:
+                        return {"error": str(e)}
+
+                report = run_qa(ds, label, modes, answer, progress=bar)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted; nothing stored was changed") from None
+    if html_out is not None:
+        from kbagent.evaluation.html_report import write_qa_html
+
+        write_qa_html(report, html_out)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        return
+    _qa_table(report)
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise NotFoundError(f"no such answers file: {path}")
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise BadInputError(f"{path}:{n}: not a JSON object ({e.msg})") from e
+    return out
+
+
+def _qa_table(report: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{report.dataset}: {report.modes[0].questions} questions (KB "
+                  f"{report.kb})", title_justify="left")
+    table.add_column("metric")
+    for m in report.modes:
+        table.add_column(m.mode, justify="right")
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    rows = [("correct", lambda m: f"{m.correct}/{m.questions}"),
+            ("correct by kind", lambda m: ", ".join(f"{k} {v}" for k, v in
+                                                     m.correct_by_kind.items())),
+            ("exact match", lambda m: m.em), ("token F1", lambda m: m.f1),
+            ("answer contains gold", lambda m: m.contains),
+            ("supporting-doc recall", lambda m: m.support_recall),
+            ("all supporting docs found", lambda m: m.all_support),
+            ("citation precision", lambda m: m.citation_precision),
+            ("abstention on unanswerable", lambda m: m.abstention_recall),
+            ("false abstentions", lambda m: m.false_abstentions),
+            ("steps / question", lambda m: m.steps),
+            ("distinct queries / question", lambda m: m.distinct_queries),
+            ("tokens / question", lambda m: m.tokens),
+            ("latency median / p95 s", lambda m: f"{m.latency_median_s:.1f} / "
+                                                  f"{m.latency_p95_s:.1f}"),
+            ("errors", lambda m: m.errors)]
+    for label, get in rows:
+        table.add_row(label, *(fmt(get(m)) for m in report.modes))
+    stdout_console().print(table)

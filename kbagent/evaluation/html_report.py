@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from kbagent.evaluation.qa import QaReport
 from kbagent.evaluation.retrieval import RetrievalReport
 
 _STYLE = """
@@ -66,3 +67,42 @@ def write_retrieval_html(report: RetrievalReport, path: Path) -> None:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(retrieval_html(report), encoding="utf-8")
+
+
+def qa_html(report: QaReport) -> str:
+    from dataclasses import asdict
+
+    keys = [k for k in asdict(report.modes[0]) if k != "mode"]
+    head = "<tr><th>metric</th>" + "".join(f"<th>{html.escape(m.mode)}</th>"
+                                           for m in report.modes) + "</tr>"
+    rows = []
+    for k in keys:
+        vals = [asdict(m)[k] for m in report.modes]
+        rows.append("<tr>" + _cell(k.replace("_", " ")) + "".join(
+            _cell("-" if v is None else (f"{v:.3f}" if isinstance(v, float) else
+                  (", ".join(f"{a} {b}" for a, b in v.items()) if isinstance(v, dict) else v)),
+                  "n") for v in vals) + "</tr>")
+    q_head = ("<tr><th>id</th><th>kind</th><th>mode</th><th>question</th><th>answer</th>"
+              "<th>gold</th><th>cited paths</th><th>verdict</th><th>steps</th><th>s</th></tr>")
+    q_rows = []
+    for r in report.rows:
+        verdict = "right" if r.correct else ("error: " + r.error if r.error else "wrong")
+        cls = "hit" if r.correct else ""
+        q_rows.append("<tr>" + "".join(_cell(v) for v in (
+            r.id, r.kind, r.mode if r.mode == r.routed else f"{r.mode} -> {r.routed}",
+            r.question, r.answer, " | ".join(r.golds) or "(does not say)",
+            ", ".join(r.cited_paths))) + _cell(verdict, cls) + _cell(r.steps, "n")
+            + _cell(f"{r.latency_s:.1f}", "n") + "</tr>")
+    title = f"kbagent eval qa: {report.dataset}"
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>KB <code>{html.escape(report.kb)}</code>.</p><table>{head}{''.join(rows)}</table>"
+        f"<h2>Per question</h2><table>{q_head}{''.join(q_rows)}</table></body></html>\n"
+    )
+
+
+def write_qa_html(report: QaReport, path: Path) -> None:
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(qa_html(report), encoding="utf-8")
