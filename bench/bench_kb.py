@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
 import random
@@ -56,6 +55,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kbagent.evaluation.metrics import ndcg_at_k  # noqa: E402
 from kbagent.kb.chunker import chunk_document  # noqa: E402
 from kbagent.kb.embedder import BUNDLED_MODEL_ID, load_embedder  # noqa: E402
 from kbagent.kb.extract import extract  # noqa: E402
@@ -502,10 +502,8 @@ def section_latency(nf: NfState, emb: Any, results: dict) -> None:
 
 # ------------------------------------------------------------------ nDCG
 def ndcg_at_10(ranked: list[str], rels: dict[str, int]) -> float:
-    dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted((g for g in rels.values() if g > 0), reverse=True)[:10]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
+    """The product's own metric (``kbagent eval retrieval`` uses the same function)."""
+    return ndcg_at_k(ranked, rels, 10)
 
 
 def docs_from_hits(hits: list[Any], n: int = 10) -> list[str]:
