@@ -54,4 +54,4 @@ def main() -> None:
 
 
 # importing the command modules registers their commands on ``app``
-from kbagent.cli import ask_commands, kb_commands  # noqa: E402,F401
+from kbagent.cli import ask_commands, kb_commands, tui_commands  # noqa: E402,F401
