@@ -55,6 +55,8 @@ class Settings:
     max_steps: int = 5
     token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
     time_limit: float = 180.0  # seconds of wall time per question
+    # TUI: remapped keys, "binding.id=keys;..." (ids in the README's TUI section)
+    tui_keymap: str = ""
 
     @property
     def config_path(self) -> Path:

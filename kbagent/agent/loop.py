@@ -13,12 +13,12 @@ turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbagent.agent import prompts
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.citations import AnswerProcessor, CitationLedger
 from kbagent.agent.events import (
     Action,
@@ -75,18 +75,30 @@ class Agent:
             raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
         self.searcher = searcher or HybridSearcher(kbs)
         self.allowed = allowed
-        self._cancel = threading.Event()
+        self._cancel = CancelToken()
 
     def cancel(self) -> None:
-        """Ask the running question to stop; the loop ends with what it gathered."""
-        self._cancel.set()
+        """Ask the running (or the next) question to stop; the loop ends with what it
+        gathered."""
+        self._cancel.cancel()
 
     # ------------------------------------------------------------------ run
-    def run(self, question: str) -> Iterator[Event]:
+    def run(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
+        """Answer ``question``. ``cancel`` is this run's token (a UI makes it before
+        starting the run, so an early cancel is kept); without one the agent's own
+        token is used, and a fresh one is made when the run ends."""
         question = " ".join(question.split())
         if not question:
             raise BadInputError("empty question")
-        self._cancel.clear()
+        if cancel is not None:
+            self._cancel = cancel
+        try:
+            yield from self._run(question)
+        finally:
+            if cancel is None or self._cancel is cancel:
+                self._cancel = CancelToken()  # the next run starts uncancelled
+
+    def _run(self, question: str) -> Iterator[Event]:
         cfg = self.config
         mode = route(question) if cfg.mode == "auto" else cfg.mode
         if mode != "direct" and not self.kbs:
@@ -97,7 +109,9 @@ class Agent:
         now = time.perf_counter()
         s = RunState(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
                  registry(cfg.tools), now, now + cfg.time_limit)
-        if mode == "direct":
+        if self._cancel.cancelled:  # cancelled before the first step: keep it
+            yield from self._cancelled(s)
+        elif mode == "direct":
             yield from self._direct(s)
         elif mode == "rag":
             yield from self._rag(s)
@@ -112,7 +126,8 @@ class Agent:
         (completion or None if stopped early, text, why it stopped early)."""
         streamer = StepStreamer(answer_only=final_turn)
         gen = self.llm.stream(s.messages, grammar=grammar if self.llm.supports_grammar else None,
-                              stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens)
+                              stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens,
+                              cancel=self._cancel)
         completion: Completion | None = None
         aborted = ""
         hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
@@ -146,6 +161,8 @@ class Agent:
                     if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
                         aborted = "repetition"
                         break
+            if self._cancel.cancelled and aborted != "repetition":
+                aborted, completion = "cancelled", None  # a backend that stopped on the token
         finally:
             if completion is None:
                 t0 = time.perf_counter()
@@ -286,6 +303,8 @@ class Agent:
                         f"{s.calls[key]}; see that observation above. Do not repeat a call: "
                         "try different arguments or give the Final Answer.",
                         f"repeat of step {s.calls[key]} (served from cache)")
+                elif self._cancel.cancelled:  # no new tool call once cancelled
+                    out = ToolOutput("Cancelled by the user.", "skipped: cancelled", ok=False)
                 else:
                     out, tool_ms = run_tool(tool, s.ctx, args)
                     s.calls[key] = step

@@ -59,4 +59,5 @@ from kbagent.cli import (  # noqa: E402,F401
     batch_commands,
     eval_commands,
     kb_commands,
+    tui_commands,
 )

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import signal
 import subprocess
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kbagent.cli import app
 from kbagent.cli.common import fail, handles_errors, settings_from, stderr_console, stdout_console
-from kbagent.errors import BadInputError, ExitCode, KbagentError, NotFoundError
+from kbagent.errors import BadInputError, ExitCode, KbagentError
 
 LAST_ANSWER = "last_answer.json"
 
@@ -76,18 +73,18 @@ def ask(
     """Ask a question; a local LLM searches the KBs and answers with cited sources."""
     if as_json and as_jsonl:
         raise BadInputError("--json and --jsonl cannot be combined")
-    from kbagent.agent.llm import load_llm
-    from kbagent.agent.loop import Agent, AgentConfig
-    from kbagent.cli.kb_commands import open_kbs
     from kbagent.cli.render import EventRenderer
+    from kbagent.session import Session, save_last_answer
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
-    kbs = [] if mode is Mode.direct and not kb else open_kbs(settings, kb)
-    config = AgentConfig.from_settings(settings, mode=mode.value, tools=tools.value,
-                                       max_steps=max_steps, token_budget=token_budget,
-                                       time_limit=time_limit)
-    llm = load_llm(settings)
-    agent = Agent(llm, kbs, config)
+    session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
+                      token_budget=token_budget, time_limit=time_limit)
+    if not (mode is Mode.direct and not kb):
+        opened = session.open_kbs()
+        for name, reason in opened.failed.items():
+            stderr_console().print(f"[yellow]warning:[/] KB '{name}' failed: {reason}")
+    session.load_llm()
+    token = session.prepare_run()
     out, err = stdout_console(), stderr_console()
     renderer = EventRenderer(out, err, quiet=quiet)
     result = None
@@ -95,7 +92,7 @@ def ask(
 
     def on_sigint(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGINT, previous)  # a second Ctrl-C quits at once
-        agent.cancel()
+        session.cancel()
         err.print("[yellow]stopping… (Ctrl-C again to quit now)[/]")
 
     if threading_main():
@@ -103,7 +100,7 @@ def ask(
     try:
         from kbagent.agent.events import Final
 
-        for ev in agent.run(question):
+        for ev in session.ask(question, token=token):
             if as_jsonl:
                 typer.echo(json.dumps(ev.to_dict(), ensure_ascii=False))
             elif not as_json:
@@ -133,52 +130,25 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def save_last_answer(settings: Any, result: Any) -> None:
-    from kbagent.kb.knowledge_base import write_atomic
-
-    settings.home.mkdir(parents=True, exist_ok=True)
-    data = {**result.to_dict(), "all_references": result.all_references}
-    write_atomic(settings.home / LAST_ANSWER, json.dumps(data, ensure_ascii=False))
-
-
-def _find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
-    docs = answer.get("all_references") or answer.get("references", [])
-    for doc in docs:
-        for c in doc["chunks"]:
-            if c["n"] == n:
-                return c
-    known = sorted(c["n"] for d in docs for c in d["chunks"])
-    raise NotFoundError(f"no reference [{n}] in the last answer"
-                        + (f" (known: {', '.join(map(str, known))})" if known else ""))
-
-
 def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) -> None:
-    """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there."""
-    from kbagent.kb.knowledge_base import KnowledgeBase
-    from kbagent.kb.views import FileViews
+    """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there
+    (finding and reading it is :mod:`kbagent.session`'s job)."""
+    from kbagent.session import editor_command, find_reference, reference_view
 
-    ref = _find_reference(answer, n)
-    kb = KnowledgeBase(settings, ref["kb"])
-    source = Path(kb.manifest.get("source", ""))
-    on_disk = source / ref["path"]
+    ref = find_reference(answer, n)
+    view = reference_view(settings, ref)
     if editor:
-        cmd = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-        if not cmd:
-            raise BadInputError("set $EDITOR (or $VISUAL) to open references in an editor")
-        if not on_disk.is_file():
-            raise NotFoundError(f"{on_disk} is no longer on disk")
-        code = subprocess.call([*shlex.split(cmd), f"+{ref['start_line']}", str(on_disk)])
+        code = subprocess.call(editor_command(view.on_disk, view.start_line))
         if code:
             raise KbagentError(f"editor exited with status {code}")
         return
-    res = FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"], max_lines=400)
     out = stdout_console()
     from rich.markup import escape
 
-    out.print(f"[bold][{n}][/] [cyan]{escape(str(on_disk))}[/]:{ref['start_line']}-"
-              f"{ref['end_line']}  [dim](KB {escape(ref['kb'])})[/]")
-    width = len(str(ref["end_line"]))
-    for ln in res.lines:
+    out.print(f"[bold][{n}][/] [cyan]{escape(str(view.on_disk))}[/]:{view.start_line}-"
+              f"{view.end_line}  [dim](KB {escape(view.kb)})[/]")
+    width = len(str(view.end_line))
+    for ln in view.lines:
         out.print(f"[dim]{ln.number:>{width}}│[/] {escape(ln.text)}")
 
 
@@ -193,14 +163,10 @@ def ref(
         False),
 ) -> None:
     """Show the lines behind citation [N] of the last answer."""
+    from kbagent.session import load_last_answer
+
     settings = settings_from(ctx)
-    path = settings.home / LAST_ANSWER
-    if not path.is_file():
-        fail("no answer yet; run 'kbagent ask QUESTION' first", ExitCode.NOT_FOUND)
-    try:
-        answer = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BadInputError(f"cannot read the last answer ({e}); ask again") from e
+    answer = load_last_answer(settings)
     if n is None:
         cited = [c["n"] for d in answer.get("references", []) for c in d["chunks"]]
         if not cited:

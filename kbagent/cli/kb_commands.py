@@ -13,7 +13,7 @@ import typer
 
 from kbagent.cli import app
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console, warn
-from kbagent.errors import KbagentError, NotFoundError
+from kbagent.errors import KbagentError
 
 
 class ReportFormat(StrEnum):
@@ -136,14 +136,15 @@ class KbagentInterrupted(KbagentError):
 
 # ----------------------------------------------------------------------- search
 def open_kbs(settings: Any, names: list[str] | None) -> list[Any]:
-    """Open the named KBs, or every KB when none is named."""
-    from kbagent.kb.knowledge_base import KnowledgeBase, list_kbs
+    """Open the named KBs, or every KB when none is named (see
+    :func:`kbagent.session.open_kbs`); a KB that fails to open is a warning while
+    another one serves."""
+    from kbagent.session import open_kbs as session_open_kbs
 
-    if not names:
-        names = [k.name for k in list_kbs(settings) if not k.error]
-        if not names:
-            raise NotFoundError("no knowledge bases yet; run 'kbagent ingest PATH' first")
-    return [KnowledgeBase(settings, n) for n in dict.fromkeys(names)]
+    opened = session_open_kbs(settings, names)
+    for name, reason in opened.failed.items():
+        warn(f"KB '{name}' failed: {reason}")
+    return opened.kbs
 
 
 def _snippet(text: str, width: int = 220) -> str:
@@ -185,7 +186,7 @@ def search(
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
-    if len(result.failed_kbs) == len(kbs):
+    if result.failed_kbs and all(kb.name in result.failed_kbs for kb in kbs):
         raise KbagentError("every KB failed to answer the search")
     if as_json:
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +177,8 @@ class KnowledgeBase:
         self.name = name
         self.dir = require_kb(settings, name)
         self.generation = ""
+        self._retired: list[Store] = []  # stores replaced by refresh(), closed by close()
+        self._refresh_lock = threading.Lock()
         self._open()
 
     def _open(self) -> None:
@@ -218,12 +221,17 @@ class KnowledgeBase:
         self.chunks = chunks
 
     def refresh(self) -> bool:
-        """Reopen if an ingest published a new generation; return True if it did."""
+        """Reopen if an ingest published a new generation; return True if it did.
+
+        The old store is *not* closed here: another thread (a UI's search while the
+        agent reads) may still be using it. It is kept and closed by :meth:`close`."""
         if current_generation(self.dir) == self.generation:
             return False
-        old = self.store
-        self._open()
-        old.close()
+        with self._refresh_lock:
+            if current_generation(self.dir) == self.generation:
+                return False  # another thread reopened it meanwhile
+            self._retired.append(self.store)
+            self._open()
         return True
 
     @property
@@ -231,7 +239,9 @@ class KnowledgeBase:
         return str(self.manifest["embedding_model"])
 
     def close(self) -> None:
-        self.store.close()
+        for store in [*self._retired, self.store]:
+            store.close()
+        self._retired.clear()
 
 
 def new_manifest(name: str, source: str, model_id: str, dim: int, settings: Settings) -> dict:

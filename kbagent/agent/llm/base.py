@@ -8,6 +8,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.errors import BackendError
 
 
@@ -51,9 +52,11 @@ class LLM(Protocol):
         grammar: str | None = None,
         stop: list[str] | None = None,
         max_tokens: int = 256,
+        cancel: CancelToken | None = None,
     ) -> Generator[str, None, Completion]:
         """Yield text pieces as they are generated; return the :class:`Completion`.
-        Closing the generator early stops generation (cancel, time limit)."""
+        Closing the generator early stops generation (cancel, time limit); a
+        cancelled ``cancel`` token stops it too, even while the backend blocks."""
         ...
 
 

@@ -17,6 +17,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
 from kbagent.errors import BackendError, BadInputError, NotFoundError
 
@@ -56,7 +57,10 @@ def resolve_model_path(name: str) -> Path:
     return path
 
 
-_MODELS: dict[tuple, Any] = {}
+# (path, n_ctx, n_threads, seed) -> (Llama, its lock). The lock belongs to the cached
+# model, not to an LlamaCppLLM: two instances (a UI thread and a worker) share one
+# llama.cpp context and must never generate in it at the same time.
+_MODELS: dict[tuple, tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -75,12 +79,12 @@ class LlamaCppLLM:
         self.temperature = temperature
         key = (str(model_path), n_ctx, n_threads, seed)
         with _MODELS_LOCK:
-            self._llm = _MODELS.get(key)
-            if self._llm is None:
-                self._llm = self._load(model_path, n_ctx, n_threads, seed)
-                _MODELS[key] = self._llm
+            cached = _MODELS.get(key)
+            if cached is None:
+                cached = (self._load(model_path, n_ctx, n_threads, seed), threading.Lock())
+                _MODELS[key] = cached
+        self._llm, self._lock = cached
         self.context_length = int(self._llm.n_ctx())
-        self._lock = threading.Lock()
         md = self._llm.metadata or {}
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -131,8 +135,9 @@ class LlamaCppLLM:
         grammar: str | None = None,
         stop: list[str] | None = None,
         max_tokens: int = 256,
+        cancel: CancelToken | None = None,
     ) -> Generator[str, None, Completion]:
-        from llama_cpp import LlamaGrammar
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
 
         prompt, template_stop = self.render(messages)
         with self._lock:
@@ -156,10 +161,15 @@ class LlamaCppLLM:
             g = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
             started = time.perf_counter()
             text = ""
+            # checked by llama.cpp after every token, so a cancel stops generation even
+            # when stop sequences or UTF-8 buffering hold pieces back
+            criteria = (StoppingCriteriaList([lambda _ids, _logits: cancel.cancelled])
+                        if cancel is not None else None)
             stream = llm.create_completion(
                 tokens, max_tokens=max_tokens, temperature=self.temperature,
                 top_k=1 if self.temperature == 0 else 40, stop=[*(stop or []), *template_stop],
                 grammar=g, stream=True, seed=self.seed, repeat_penalty=1.0,
+                stopping_criteria=criteria,
             )
             finish = "aborted"  # until the stream says otherwise (GeneratorExit on close)
             try:
@@ -171,7 +181,9 @@ class LlamaCppLLM:
                         yield piece
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
-                if finish == "aborted":
+                if cancel is not None and cancel.cancelled:
+                    finish = "aborted"
+                elif finish == "aborted":
                     finish = "stop"
             except (RuntimeError, ValueError, OSError) as e:
                 raise BackendError(f"llama.cpp generation failed: {e}") from e

@@ -10,6 +10,7 @@ named by the ``llm_api_key_env`` setting, never from a flag.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import urllib.request
 from collections.abc import Generator
 from typing import Any
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
 from kbagent.errors import BackendError, BadInputError
 
@@ -66,6 +68,7 @@ class OpenAICompatLLM:
         grammar: str | None = None,
         stop: list[str] | None = None,
         max_tokens: int = 256,
+        cancel: CancelToken | None = None,
     ) -> Generator[str, None, Completion]:
         body: dict[str, Any] = {
             "model": self.model,
@@ -107,6 +110,9 @@ class OpenAICompatLLM:
             reason = getattr(e, "reason", e)
             raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e
         text, finish, usage, events = "", "stop", None, 0
+        # a cancel closes the response from the cancelling thread: the blocked read
+        # below returns or raises at once instead of waiting for the next token
+        unregister = cancel.on_cancel(lambda: _shut(resp)) if cancel is not None else None
         try:
             with resp:
                 for raw in resp:
@@ -129,9 +135,15 @@ class OpenAICompatLLM:
                             yield piece
                         if choice.get("finish_reason"):
                             finish = choice["finish_reason"]
-        except (TimeoutError, OSError) as e:
-            raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
-        if not events:  # llama_cpp.server fails this way when a prompt exceeds its context
+        except (TimeoutError, OSError, ValueError) as e:
+            if cancel is None or not cancel.cancelled:
+                raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
+        finally:
+            if unregister is not None:
+                unregister()
+        if cancel is not None and cancel.cancelled:
+            finish = "aborted"
+        elif not events:  # llama_cpp.server fails this way when a prompt exceeds its context
             raise BackendError(f"LLM server {self.base_url} closed the stream without an "
                                "answer (a prompt longer than its context window?)")
         ms = (time.perf_counter() - started) * 1000
@@ -140,3 +152,16 @@ class OpenAICompatLLM:
                             sum(len(m.content) for m in messages) // 4)
         completion_tokens = int((usage or {}).get("completion_tokens") or max(1, len(text) // 4))
         return Completion(text, prompt_tokens, prompt_tokens, completion_tokens, finish, ms)
+
+
+def _shut(resp: Any) -> None:
+    """Unblock a read on ``resp`` from another thread: shut its socket down (a plain
+    close() does not wake a thread blocked in recv), then close it."""
+    import socket
+
+    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+    if sock is None:
+        resp.close()
+        return
+    with contextlib.suppress(OSError):  # the reading thread's `with resp` then closes it
+        sock.shutdown(socket.SHUT_RDWR)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, Message, apply_stop
 from kbagent.errors import BackendError
 
@@ -27,6 +28,7 @@ class ScriptedLLM:
     supports_grammar: bool = True
     context_length: int = 32768
     piece_delay: float = 0.0  # seconds between streamed pieces (for cancellation tests)
+    piece_chars: int = 7  # characters per streamed piece
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def stream(
@@ -36,6 +38,7 @@ class ScriptedLLM:
         grammar: str | None = None,
         stop: list[str] | None = None,
         max_tokens: int = 256,
+        cancel: CancelToken | None = None,
     ) -> Generator[str, None, Completion]:
         self.calls.append({"messages": [Message(m.role, m.content) for m in messages],
                            "grammar": grammar, "stop": stop, "max_tokens": max_tokens})
@@ -49,10 +52,15 @@ class ScriptedLLM:
             text, finish = text[: 4 * max_tokens], "length"
         started = time.perf_counter()
         sent = ""
-        for i in range(0, len(text), 7):
-            piece = text[i : i + 7]
+        for i in range(0, len(text), self.piece_chars):
+            piece = text[i : i + self.piece_chars]
             if self.piece_delay:
-                time.sleep(self.piece_delay)
+                if cancel is not None:
+                    if cancel.wait(self.piece_delay):  # a cancel wakes it, like a real backend
+                        finish = "aborted"
+                        break
+                else:
+                    time.sleep(self.piece_delay)
             sent += piece
             yield piece
         prompt = sum(len(m.content) for m in messages) // 4

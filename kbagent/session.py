@@ -1,0 +1,318 @@
+"""The session layer shared by every surface (CLI, TUI, batch): UI-neutral.
+
+It opens KBs (several at once: a missing or corrupted one is reported in
+``failed_kbs`` while the others are served), loads the LLM, builds the
+:class:`~kbagent.agent.loop.Agent`, owns one cancel token per run, and saves /
+resolves the last answer's references. It imports no UI library (Textual,
+Typer, rich): tests/test_layering.py checks that.
+
+:meth:`Session.open_kbs` and :meth:`Session.search` are the one place where KBs
+are opened and searched, so access control (a principal) can be wired in there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbagent.agent.cancel import CancelToken
+from kbagent.errors import BadInputError, KbagentError, NotFoundError
+from kbagent.settings import Settings
+
+LAST_ANSWER = "last_answer.json"
+MODES = ("auto", "agent", "rag", "direct")
+TOOL_SETS = ("knowledge", "full")
+
+
+@dataclass
+class OpenedKbs:
+    """The KBs that opened, and why the others did not (name -> one-line reason)."""
+
+    kbs: list[Any]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
+    """Open the named KBs, or every KB when none is named. A KB that is unknown,
+    unreadable or corrupted is reported in ``failed`` and the others are served;
+    when none opens the first failure is raised (so its exit code is kept)."""
+    from kbagent.kb.knowledge_base import KnowledgeBase, list_kbs
+
+    failed: dict[str, str] = {}
+    if not names:
+        infos = list_kbs(settings)
+        names = [k.name for k in infos if not k.error]
+        failed.update({k.name: k.error for k in infos if k.error})
+        if not names and not failed:
+            raise NotFoundError("no knowledge bases yet; run 'kbagent ingest PATH' first")
+    kbs: list[Any] = []
+    first_error: KbagentError | None = None
+    for name in dict.fromkeys(names):
+        try:
+            kbs.append(KnowledgeBase(settings, name))
+        except KbagentError as e:
+            failed[name] = str(e)
+            first_error = first_error or e
+    if not kbs:
+        if first_error is not None:
+            raise first_error
+        raise KbagentError("no knowledge base could be opened: " + "; ".join(
+            f"{n}: {r}" for n, r in failed.items()))
+    return OpenedKbs(kbs, failed)
+
+
+# ------------------------------------------------------------ last answer
+def save_last_answer(settings: Settings, result: Any) -> None:
+    """Keep the last answer (with every reference seen) for ``kbagent ref``."""
+    from kbagent.kb.knowledge_base import write_atomic
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    data = {**result.to_dict(), "all_references": result.all_references}
+    write_atomic(settings.home / LAST_ANSWER, json.dumps(data, ensure_ascii=False))
+
+
+def load_last_answer(settings: Settings) -> dict[str, Any]:
+    path = settings.home / LAST_ANSWER
+    if not path.is_file():
+        raise NotFoundError("no answer yet; run 'kbagent ask QUESTION' first")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BadInputError(f"cannot read the last answer ({e}); ask again") from e
+
+
+def find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
+    """Reference ``[n]`` of an answer dict (``to_dict()`` form)."""
+    docs = answer.get("all_references") or answer.get("references", [])
+    for doc in docs:
+        for c in doc["chunks"]:
+            if c["n"] == n:
+                return c
+    known = sorted(c["n"] for d in docs for c in d["chunks"])
+    raise NotFoundError(f"no reference [{n}] in the last answer"
+                        + (f" (known: {', '.join(map(str, known))})" if known else ""))
+
+
+@dataclass
+class ReferenceView:
+    """The lines behind one reference, ready for any surface to render."""
+
+    n: int
+    kb: str
+    path: str
+    on_disk: Path
+    start_line: int
+    end_line: int
+    lines: list[Any]  # kbagent.kb.models.Line
+
+
+def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
+                   ) -> ReferenceView:
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.views import FileViews
+
+    kb = KnowledgeBase(settings, ref["kb"])
+    try:
+        res = FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"],
+                                max_lines=max_lines)
+        on_disk = Path(kb.manifest.get("source", "")) / ref["path"]
+    finally:
+        kb.close()
+    return ReferenceView(int(ref.get("n", 0)), ref["kb"], ref["path"], on_disk,
+                         ref["start_line"], ref["end_line"], res.lines)
+
+
+def editor_command(on_disk: Path, line: int) -> list[str]:
+    """``$VISUAL``/``$EDITOR +line file`` as an argv; the surface runs it."""
+    cmd = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not cmd:
+        raise BadInputError("set $EDITOR (or $VISUAL) to open references in an editor")
+    if not on_disk.is_file():
+        raise NotFoundError(f"{on_disk} is no longer on disk")
+    return [*shlex.split(cmd), f"+{line}", str(on_disk)]
+
+
+def document_chunk_spans(kb: Any, path: str) -> list[tuple[int, int]]:
+    """(start_line, end_line) of each chunk of ``path``, in order."""
+    rows = kb.store.conn.execute(
+        "SELECT c.start_line, c.end_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
+        "WHERE d.path = ? ORDER BY c.ordinal", (path,))
+    return [(int(a), int(b)) for a, b in rows]
+
+
+# ----------------------------------------------------------------- session
+class Session:
+    """KBs, LLM and agent for one surface. Thread-safe for one run at a time plus
+    searches from other threads (KB refresh never closes a store in use)."""
+
+    def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
+                 mode: str = "auto", tools: str = "knowledge", max_steps: int | None = None,
+                 token_budget: int | None = None, time_limit: float | None = None,
+                 llm: Any = None) -> None:
+        if mode not in MODES:
+            raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+        if tools not in TOOL_SETS:
+            raise BadInputError(f"unknown tool set {tools!r} (knowledge or full)")
+        self.settings = settings
+        self.kb_names = list(kb_names or [])
+        self.mode, self.tools = mode, tools
+        self.max_steps, self.token_budget, self.time_limit = max_steps, token_budget, time_limit
+        self.kbs: list[Any] = []
+        self.failed_kbs: dict[str, str] = {}
+        self._llm = llm
+        self._llm_lock = threading.Lock()
+        self._searcher: Any = None
+        self._token: CancelToken | None = None  # the current or prepared run's token
+        self._prepared: CancelToken | None = None  # made by prepare_run, not yet started
+        self._lock = threading.Lock()
+
+    # --- KBs ----------------------------------------------------------------
+    def open_kbs(self, *, required: bool = True) -> OpenedKbs:
+        """Open the session's KBs (all when none were named). With ``required`` False
+        a session with no KB at all is allowed (direct mode, an empty home)."""
+        try:
+            opened = open_kbs(self.settings, self.kb_names)
+        except NotFoundError:
+            if required or self.kb_names:
+                raise
+            opened = OpenedKbs([], {})
+        for kb in self.kbs:
+            kb.close()
+        self.kbs, self.failed_kbs = opened.kbs, opened.failed
+        self._searcher = None
+        return opened
+
+    @property
+    def searcher(self) -> Any:
+        from kbagent.kb.search import HybridSearcher
+
+        if self._searcher is None:
+            self._searcher = HybridSearcher(self.kbs)
+        return self._searcher
+
+    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> Any:
+        """Hybrid search over the open KBs (no LLM); failures of single KBs are in
+        ``result.failed_kbs`` together with the ones that did not open."""
+        if not self.kbs:
+            raise NotFoundError("no knowledge base is open; ingest a folder first")
+        result = self.searcher.search(query, k=k, mode=mode)
+        result.failed_kbs = {**self.failed_kbs, **result.failed_kbs}
+        return result
+
+    def kb(self, name: str) -> Any:
+        for kb in self.kbs:
+            if kb.name == name:
+                return kb
+        raise NotFoundError(f"KB '{name}' is not open in this session")
+
+    # --- LLM and agent ------------------------------------------------------
+    @property
+    def llm_loaded(self) -> bool:
+        return self._llm is not None
+
+    def load_llm(self) -> Any:
+        """Load (once) the LLM the settings ask for; safe to call from a worker."""
+        with self._llm_lock:
+            if self._llm is None:
+                from kbagent.agent.llm import load_llm
+
+                self._llm = load_llm(self.settings)
+            return self._llm
+
+    def set_llm(self, llm: Any) -> None:
+        with self._llm_lock:
+            self._llm = llm
+
+    def llm_description(self) -> str:
+        if self._llm is not None:
+            return str(getattr(self._llm, "name", "llm"))
+        if self.settings.llm_url:
+            return self.settings.llm_url
+        return Path(self.settings.llm_model).name if self.settings.llm_model != "bundled" \
+            else "bundled SmolLM2-135M"
+
+    def agent(self) -> Any:
+        from kbagent.agent.loop import Agent, AgentConfig
+
+        config = AgentConfig.from_settings(self.settings, mode=self.mode, tools=self.tools,
+                                           max_steps=self.max_steps,
+                                           token_budget=self.token_budget,
+                                           time_limit=self.time_limit)
+        return Agent(self.load_llm(), self.kbs, config,
+                     searcher=self.searcher if self.kbs else None)
+
+    # --- runs and cancel ----------------------------------------------------
+    def prepare_run(self) -> CancelToken:
+        """Make the next run's token now (before its worker starts) so a cancel
+        pressed in between is kept."""
+        with self._lock:
+            self._prepared = self._token = CancelToken()
+            return self._token
+
+    def cancel(self) -> None:
+        """Cancel the current run, or the prepared one that has not started yet."""
+        with self._lock:
+            token = self._token
+        if token is not None:
+            token.cancel()
+
+    def ask(self, question: str, *, previous: tuple[str, str] | None = None,
+            token: CancelToken | None = None) -> Iterator[Any]:
+        """Run the agent on ``question``; yield its events. ``previous`` (question,
+        answer) of the last turn makes this a follow-up that sees it."""
+        with self._lock:
+            token = token or self._prepared or CancelToken()
+            self._prepared, self._token = None, token
+        agent = self.agent()
+        yield from agent.run(follow_up_question(question, previous), cancel=token)
+
+    def save_last_answer(self, result: Any) -> None:
+        save_last_answer(self.settings, result)
+
+    def close(self) -> None:
+        for kb in self.kbs:
+            kb.close()
+        self.kbs = []
+
+
+def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:
+    """A follow-up carries the previous turn in the question itself, so the search
+    and the model both see it (the loop takes one question string)."""
+    if not previous or not previous[0]:
+        return question
+    prev_q, prev_a = previous
+    prev_a = " ".join(prev_a.split())[:300]
+    return (f"{question} (follow-up to the previous question \"{prev_q}\""
+            + (f", answered: \"{prev_a}\"" if prev_a else "") + ")")
+
+
+def example_questions(kbs: list[Any]) -> list[tuple[str, str]]:
+    """Four example tasks built from the open KBs' document titles and headings:
+    (kind, question) for a lookup, a problem analysis, a topic summary and a
+    comparison. Deterministic (documents in path order)."""
+    docs: list[tuple[str, str]] = []  # (title, first heading)
+    for kb in kbs:
+        rows = kb.store.conn.execute(
+            "SELECT d.title, d.path, (SELECT c.heading FROM chunks c WHERE c.doc_id = d.id "
+            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1) FROM documents d ORDER BY d.path")
+        for title, path, heading in rows:
+            name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
+            docs.append((name, (heading or "").split(" > ")[-1].strip()))
+    if not docs:
+        return []
+    pick = [docs[(i * max(1, len(docs) // 4)) % len(docs)] for i in range(4)]
+    lookup = pick[0][1] or pick[0][0]
+    other = pick[3] if pick[3] != pick[2] else docs[-1]
+    return [
+        ("lookup", f"What does {pick[0][0]} say about {lookup}?"),
+        ("problem analysis", f"What problems are described in {pick[1][0]}, and what caused "
+                             "them?"),
+        ("topic summary", f"Summarize {pick[2][0]}."),
+        ("comparison", f"Compare {pick[2][0]} and {other[0]}."),
+    ]

@@ -1,0 +1,2 @@
+"""kbagent's Textual UI (``kbagent tui``). Only this package and ``kbagent.cli``
+import Textual; the agent and KB layers never do."""

@@ -1,0 +1,219 @@
+"""The ``kbagent tui`` application: screens as modes, key bindings with ids (remap
+them with the ``tui_keymap`` setting), every action in the command palette.
+
+The app owns one :class:`~kbagent.session.Session` (KBs, LLM, agent, cancel) and
+one :class:`~kbagent.history.History`. Slow work (loading the model, a run,
+saving history, searching, ingesting) runs in thread workers that only post
+messages or call back with ``call_from_thread``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from kbagent.errors import KbagentError
+from kbagent.history import History
+from kbagent.session import Session, document_chunk_spans, editor_command
+from kbagent.settings import Settings
+from kbagent.tui.ask import AskScreen
+from kbagent.tui.browse import BrowseScreen
+from kbagent.tui.history_screen import HistoryScreen
+from kbagent.tui.search import SearchScreen
+
+SCREENS_HELP = {
+    "ask": "Ask: questions to the agent, live steps, cited answers",
+    "search": "Search: hybrid search as you type, no LLM needed",
+    "browse": "Browse: KBs, their documents, ingest a folder",
+    "history": "History: past questions; open, re-run, delete",
+}
+
+
+def parse_keymap(spec: str) -> dict[str, str]:
+    """``"ask.submit=ctrl+s;screen.search=f6"`` -> {binding id: keys}."""
+    out: dict[str, str] = {}
+    for part in (spec or "").split(";"):
+        if "=" in part:
+            bid, keys = part.split("=", 1)
+            if bid.strip() and keys.strip():
+                out[bid.strip()] = keys.strip()
+    return out
+
+
+class KbApp(App):
+    """kbagent's terminal UI."""
+
+    TITLE = "kbagent"
+    CSS_PATH = "kbagent.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    MODES = {"ask": AskScreen, "search": SearchScreen,  # noqa: RUF012
+             "browse": BrowseScreen, "history": HistoryScreen}
+    BINDINGS = [  # noqa: RUF012
+        Binding("f1", "switch_mode('ask')", "Ask", id="screen.ask"),
+        Binding("f2", "switch_mode('search')", "Search", id="screen.search"),
+        Binding("f3", "switch_mode('browse')", "Browse", id="screen.browse"),
+        Binding("f4", "switch_mode('history')", "History", id="screen.history"),
+        Binding("f5", "options", "Options", id="app.options"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
+                 llm: Any = None, mode: str = "auto", load_llm: bool = True,
+                 timings: bool = True) -> None:
+        super().__init__()
+        self.settings = settings
+        self.session = Session(settings, kb_names, llm=llm, mode=mode)
+        self.history = History(settings.home)
+        self.timings = timings  # off in snapshot tests: no clock-dependent text
+        self._load_llm_at_start = load_llm and llm is None
+        self.llm_error = ""
+        self.set_keymap(parse_keymap(getattr(settings, "tui_keymap", "")))
+
+    # --- start ------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.open_kbs()
+        self.switch_mode("ask")
+        if self._load_llm_at_start:
+            self.load_llm()
+
+    def open_kbs(self) -> None:
+        try:
+            self.session.open_kbs(required=False)
+        except KbagentError as e:
+            self.notify(f"{e}", title="Knowledge bases", severity="error", timeout=10)
+        for name, reason in self.session.failed_kbs.items():
+            self.notify(f"KB '{name}' is not served: {reason}", title="Knowledge base failed",
+                        severity="error", timeout=10)
+        if not self.session.kbs and not self.session.failed_kbs:
+            self.notify("no knowledge base yet: open Browse (F3) and ingest a folder",
+                        title="Empty", severity="warning", timeout=10)
+        self.update_header()
+
+    def update_header(self) -> None:
+        kbs = ", ".join(kb.name for kb in self.session.kbs) or "none"
+        model = self.session.llm_description() if not self.llm_error else "no model"
+        state = "" if self.session.llm_loaded or self.llm_error else " (loading)"
+        self.sub_title = f"model: {model}{state} · KBs: {kbs}"
+
+    @work(thread=True, exclusive=True, group="llm", exit_on_error=False)
+    def load_llm(self) -> None:
+        try:
+            self.session.load_llm()
+        except KbagentError as e:
+            self.call_from_thread(self.llm_failed, str(e))
+            return
+        except Exception as e:  # an unexpected backend failure is still only a message
+            self.call_from_thread(self.llm_failed, f"{type(e).__name__}: {e}")
+            return
+        self.llm_error = ""
+        self.call_from_thread(self.update_header)
+
+    def llm_failed(self, message: str) -> None:
+        self.llm_error = message
+        self.update_header()
+        self.notify(f"{message}. Search and Browse still work; choose a model or server "
+                    "URL in Options (F5).", title="Model not loaded", severity="error",
+                    timeout=12)
+
+    # --- shared actions -------------------------------------------------------
+    def reference_lines(self, ref: dict[str, Any]) -> list[Any] | None:
+        from kbagent.kb.views import FileViews
+
+        try:
+            kb = self.session.kb(ref["kb"])
+            return FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"],
+                                     max_lines=200).lines
+        except KbagentError:
+            return None
+
+    def open_reference(self, ref: dict[str, Any], editor: bool = False) -> None:
+        if editor:
+            self.open_in_editor(ref)
+        else:
+            self.open_document(ref["kb"], ref["path"], (ref["start_line"], ref["end_line"]))
+
+    def open_document(self, kb_name: str, path: str, lines: tuple[int, int] | None = None,
+                      chunks: bool = False) -> None:
+        from kbagent.kb.views import FileViews
+        from kbagent.tui.document import DocumentScreen
+
+        try:
+            kb = self.session.kb(kb_name)
+            doc = FileViews(kb).cat(path, 1, None, max_lines=100_000)
+            spans = document_chunk_spans(kb, path) if chunks else []
+        except KbagentError as e:
+            self.notify(str(e), title="Cannot open the document", severity="error")
+            return
+        source = kb.manifest.get("source", "")
+        self.push_screen(DocumentScreen(kb_name, path, doc.lines, highlight=lines,
+                                        chunks=spans, source=source))
+
+    def open_in_editor(self, ref: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        try:
+            kb = self.session.kb(ref["kb"])
+            cmd = editor_command(Path(kb.manifest.get("source", "")) / ref["path"],
+                                 int(ref["start_line"]))
+        except KbagentError as e:
+            self.notify(str(e), title="Editor", severity="error")
+            return
+        try:
+            with self.suspend():
+                subprocess.call(cmd)
+        except Exception as e:  # headless or a terminal that cannot suspend
+            self.notify(f"cannot open the editor here: {e}", title="Editor", severity="error")
+        self.refresh()
+
+    def save_result(self, result: Any) -> None:
+        """Persist a finished run (history and last answer) off the UI thread."""
+        self._save_result(result, self.session.llm_description())
+
+    @work(thread=True, group="history", exit_on_error=False)
+    def _save_result(self, result: Any, model: str) -> None:
+        try:
+            self.history.add(result, model=model)
+            self.session.save_last_answer(result)
+        except (KbagentError, OSError) as e:
+            self.call_from_thread(self.notify, f"history not saved: {e}",
+                                  severity="warning")
+
+    def action_options(self) -> None:
+        from kbagent.tui.options import OptionsScreen
+
+        self.push_screen(OptionsScreen())
+
+    def rerun(self, question: str) -> None:
+        """Put ``question`` back in the Ask screen's input."""
+        self.switch_mode("ask")
+        self.call_after_refresh(lambda: self.screen.set_question(question))
+
+    # --- command palette ----------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for mode, help_text in SCREENS_HELP.items():
+            yield SystemCommand(f"Go to {mode.title()}", help_text,
+                                lambda m=mode: self.switch_mode(m))
+        yield SystemCommand("Options", "KBs, mode, tools, max steps, model or server",
+                            self.action_options)
+        yield SystemCommand("Cancel the running question", "Stop the agent (Esc)",
+                            self.session.cancel)
+        yield SystemCommand("New conversation", "Forget the previous turns",
+                            lambda: self._on_ask("action_new_conversation"))
+        yield SystemCommand("Focus references", "The last answer's references",
+                            lambda: self._on_ask("action_focus_refs"))
+        yield SystemCommand("Reload knowledge bases", "Reopen the KBs (after an ingest)",
+                            self.open_kbs)
+
+    def _on_ask(self, action: str) -> None:
+        self.switch_mode("ask")
+        self.call_after_refresh(lambda: getattr(self.screen, action)())
+
+    def on_unmount(self) -> None:
+        self.session.cancel()

@@ -1,0 +1,182 @@
+"""The Browse screen: the KBs (documents, chunks, model, last ingest), a tree of each
+KB's documents, and ingesting a folder with a progress bar (cancellable)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static, Tree
+
+from kbagent.agent.cancel import CancelToken
+from kbagent.errors import KbagentError
+
+
+class IngestCancelled(Exception):
+    """Raised from the progress callback to stop an ingest (nothing is published)."""
+
+
+class BrowseScreen(Screen):
+    """KB info and documents; Enter on a document opens it with its chunk boundaries."""
+
+    BINDINGS = [  # noqa: RUF012
+        Binding("ctrl+g", "focus_ingest", "Ingest folder", id="browse.ingest"),
+        Binding("escape", "cancel_ingest", "Cancel ingest", id="browse.cancel"),
+        Binding("ctrl+o", "reload", "Reload", id="browse.reload"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._ingest_token: CancelToken | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="browse-main"):
+            yield Tree("knowledge bases", id="kb-tree")
+            with Vertical(id="browse-side"):
+                yield Static("", id="kb-info")
+                yield Input(placeholder="folder to ingest (Enter)", id="ingest-path")
+                yield Input(placeholder="KB name (default: the folder's name)", id="ingest-kb")
+                yield ProgressBar(id="ingest-progress", show_eta=False)
+                yield Static("", id="ingest-status")
+                yield Button("Cancel ingest", id="ingest-cancel", disabled=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.reload()
+        self.query_one("#kb-tree", Tree).focus()
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+
+    def action_reload(self) -> None:
+        self.app.open_kbs()
+        self.reload()
+
+    def reload(self) -> None:
+        from kbagent.kb.knowledge_base import list_kbs
+
+        tree = self.query_one("#kb-tree", Tree)
+        tree.clear()
+        tree.root.expand()
+        info_lines = []
+        try:
+            infos = list_kbs(self.app.settings)
+        except OSError as e:
+            infos = []
+            info_lines.append(f"cannot list KBs: {e}")
+        open_kbs = {kb.name: kb for kb in self.app.session.kbs}
+        for i in infos:
+            if i.error:
+                info_lines.append(f"{i.name}: {i.error}")
+                continue
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at))
+            info_lines.append(f"{i.name}: {i.documents} documents, {i.chunks} chunks, "
+                              f"{i.embedding_model}, last ingest {when}")
+            node = tree.root.add(i.name, expand=True, data={"kb": i.name})
+            kb = open_kbs.get(i.name)
+            if kb is None:
+                node.add_leaf("(not open in this session; Ctrl+O reloads)")
+                continue
+            folders: dict[str, Any] = {"": node}
+            for path in kb.store.paths():
+                parent = ""
+                parts = path.split("/")
+                for part in parts[:-1]:
+                    key = f"{parent}/{part}" if parent else part
+                    if key not in folders:
+                        folders[key] = folders[parent].add(part + "/", expand=True)
+                    parent = key
+                folders[parent].add_leaf(parts[-1], data={"kb": i.name, "path": path})
+        if not infos:
+            info_lines.append("no knowledge base yet: type a folder below and press Enter")
+        self.query_one("#kb-info", Static).update("\n".join(info_lines))
+
+    @on(Tree.NodeSelected, "#kb-tree")
+    def open_doc(self, event: Tree.NodeSelected) -> None:
+        data = event.node.data
+        if data and "path" in data:
+            self.app.open_document(data["kb"], data["path"], None, chunks=True)
+
+    # --- ingest -----------------------------------------------------------------
+    def action_focus_ingest(self) -> None:
+        self.query_one("#ingest-path", Input).focus()
+
+    @on(Input.Submitted, "#ingest-path")
+    @on(Input.Submitted, "#ingest-kb")
+    def start_ingest(self) -> None:
+        from kbagent.kb.knowledge_base import name_from_folder, validate_name
+
+        raw = self.query_one("#ingest-path", Input).value.strip()
+        if not raw:
+            self.notify("type the folder to ingest", severity="warning")
+            return
+        if self._ingest_token is not None:
+            self.notify("an ingest is running; Esc cancels it", severity="warning")
+            return
+        folder = Path(raw).expanduser()
+        try:
+            name_raw = self.query_one("#ingest-kb", Input).value.strip()
+            name = validate_name(name_raw) if name_raw else name_from_folder(folder)
+        except KbagentError as e:
+            self.notify(str(e), title="Ingest", severity="error")
+            return
+        self._ingest_token = CancelToken()
+        self.query_one("#ingest-cancel", Button).disabled = False
+        self.query_one("#ingest-status", Static).update(f"ingesting {folder} into '{name}'…")
+        self.ingest(folder, name, self._ingest_token)
+
+    @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
+    def ingest(self, folder: Path, name: str, token: CancelToken) -> None:
+        from kbagent.kb.ingest import Ingestor
+
+        labels = {"scan": "reading files", "embed": "embedding chunks",
+                  "write": "indexing chunks"}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if token.cancelled:
+                raise IngestCancelled
+            self.app.call_from_thread(self.show_progress, labels.get(phase, phase), done, total)
+
+        try:
+            report = Ingestor(self.app.settings, name, progress=progress).run(folder)
+        except IngestCancelled:
+            self.app.call_from_thread(self.ingest_done, f"cancelled; KB '{name}' is unchanged")
+        except KbagentError as e:
+            self.app.call_from_thread(self.ingest_done, f"ingest failed: {e}", True)
+        except Exception as e:
+            self.app.call_from_thread(self.ingest_done, f"ingest failed: {type(e).__name__}: "
+                                      f"{e}", True)
+        else:
+            parts = ", ".join(f"{v} {k}" for k, v in report.summary().items())
+            self.app.call_from_thread(self.ingest_done, f"KB '{name}': {parts}; "
+                                      f"{report.chunks_total} chunks", False, name)
+
+    def show_progress(self, label: str, done: int, total: int) -> None:
+        bar = self.query_one("#ingest-progress", ProgressBar)
+        bar.update(total=max(total, 1), progress=done)
+        self.query_one("#ingest-status", Static).update(f"{label}: {done}/{total}")
+
+    def ingest_done(self, message: str, error: bool = False, name: str = "") -> None:
+        self._ingest_token = None
+        self.query_one("#ingest-cancel", Button).disabled = True
+        self.query_one("#ingest-status", Static).update(message)
+        self.notify(message, title="Ingest", severity="error" if error else "information")
+        if name:
+            session = self.app.session
+            if session.kb_names and name not in session.kb_names:
+                session.kb_names.append(name)
+            self.app.open_kbs()
+            self.reload()
+
+    @on(Button.Pressed, "#ingest-cancel")
+    def action_cancel_ingest(self) -> None:
+        if self._ingest_token is not None:
+            self._ingest_token.cancel()
+            self.query_one("#ingest-status", Static).update("cancelling…")

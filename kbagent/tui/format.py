@@ -1,0 +1,28 @@
+"""Small text helpers for the TUI (no widgets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def excerpt(text: str, width: int = 160) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def ref_location(ref: dict[str, Any]) -> str:
+    """``path:start-end`` of a reference (the KB in front when given)."""
+    return f"{ref['path']}:{ref['start_line']}-{ref['end_line']}"
+
+
+def reference_detail(ref: dict[str, Any], lines: list[Any] | None) -> str:
+    """What selecting a badge shows: location, score, and the cited lines."""
+    head = (f"[{ref['n']}] {ref['kb']}:{ref_location(ref)} · score {ref.get('score') or 0:.3f}"
+            + (" · not supported by the answer's claim" if ref.get("supported") is False
+               else ""))
+    if not lines:
+        return head + "\n" + excerpt(ref.get("excerpt", ""), 400)
+    width = len(str(max(ln.number for ln in lines)))
+    body = "\n".join(f"{ln.number:>{width}}│ {ln.text}" for ln in lines[:40])
+    more = f"\n… {len(lines) - 40} more lines" if len(lines) > 40 else ""
+    return f"{head}\n{body}{more}"
