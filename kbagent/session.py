@@ -237,14 +237,15 @@ class Session:
         return Path(self.settings.llm_model).name if self.settings.llm_model != "bundled" \
             else "bundled SmolLM2-135M"
 
-    def agent(self) -> Any:
+    def agent(self, llm: Any = None) -> Any:
+        """A fresh agent over the session's KBs (``llm``: e.g. a tracing wrapper)."""
         from kbagent.agent.loop import Agent, AgentConfig
 
         config = AgentConfig.from_settings(self.settings, mode=self.mode, tools=self.tools,
                                            max_steps=self.max_steps,
                                            token_budget=self.token_budget,
                                            time_limit=self.time_limit)
-        return Agent(self.load_llm(), self.kbs, config,
+        return Agent(llm or self.load_llm(), self.kbs, config,
                      searcher=self.searcher if self.kbs else None)
 
     # --- runs and cancel ----------------------------------------------------
@@ -263,14 +264,32 @@ class Session:
             token.cancel()
 
     def ask(self, question: str, *, previous: tuple[str, str] | None = None,
-            token: CancelToken | None = None) -> Iterator[Any]:
+            token: CancelToken | None = None, trace_to: Path | None = None) -> Iterator[Any]:
         """Run the agent on ``question``; yield its events. ``previous`` (question,
-        answer) of the last turn makes this a follow-up that sees it."""
+        answer) of the last turn makes this a follow-up that sees it; ``trace_to``
+        records the run (prompts, raw output, events) in that JSONL file."""
         with self._lock:
             token = token or self._prepared or CancelToken()
             self._prepared, self._token = None, token
-        agent = self.agent()
-        yield from agent.run(follow_up_question(question, previous), cancel=token)
+        question = follow_up_question(question, previous)
+        if trace_to is None:
+            yield from self.agent().run(question, cancel=token)
+            return
+        from kbagent.agent.trace import TraceWriter, TracingLLM
+
+        writer = TraceWriter(trace_to)
+        result = None
+        try:
+            writer.header(question=question, kbs=self.kbs, mode=self.mode, tools=self.tools,
+                          settings=self.settings, llm=self.load_llm())
+            for ev in self.agent(TracingLLM(self.load_llm(), writer)).run(question,
+                                                                           cancel=token):
+                writer.event(ev)
+                result = getattr(ev, "result", result)
+                yield ev
+        finally:
+            writer.end(result, "interrupted")
+            writer.close()
 
     def save_last_answer(self, result: Any) -> None:
         save_last_answer(self.settings, result)

@@ -213,3 +213,16 @@ def test_ctrl_c_in_a_real_process_leaves_valid_jsonl(sample_settings, tmp_path):
     assert "interrupted" in err and "run the same command again" in err
     recs = records(out)
     assert 1 <= len(recs) < 20 and all(r["error"] is None for r in recs)
+
+
+def test_ask_trace_then_replay_quiet(scripted, tmp_path):
+    traces = tmp_path / "t"
+    res = runner.invoke(app, ["ask", QUESTIONS[1], "--kb", "sample", "--mode", "rag",
+                              "--quiet", "--trace", str(traces)])
+    assert res.exit_code == 0, res.stderr
+    (trace,) = traces.glob("*.jsonl")
+    assert trace.name.endswith(question_id(QUESTIONS[1]) + ".jsonl")
+    assert f"trace: {trace}" in res.stderr.replace("\n", "")
+    replayed = runner.invoke(app, ["replay", str(trace), "--quiet"])
+    assert replayed.exit_code == 0, replayed.stderr
+    assert replayed.stdout.strip() == res.stdout.strip()

@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -69,6 +70,9 @@ def ask(
                                                  show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="With --open: open $EDITOR at the "
                                          "cited line instead.")] = False,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Write a trace of this run (prompts, raw output, events) into this "
+        "folder; see kbagent replay.", show_default=False)] = None,
 ) -> None:
     """Ask a question; a local LLM searches the KBs and answers with cited sources."""
     if as_json and as_jsonl:
@@ -100,7 +104,14 @@ def ask(
     try:
         from kbagent.agent.events import Final
 
-        for ev in session.ask(question, token=token):
+        trace_to = None
+        if trace is not None:
+            import time
+
+            from kbagent.batch import question_id
+
+            trace_to = trace / f"{time.strftime('%Y%m%d-%H%M%S')}-{question_id(question)}.jsonl"
+        for ev in session.ask(question, token=token, trace_to=trace_to):
             if as_jsonl:
                 typer.echo(json.dumps(ev.to_dict(), ensure_ascii=False))
             elif not as_json:
@@ -112,6 +123,8 @@ def ask(
             signal.signal(signal.SIGINT, previous)
     assert result is not None
     save_last_answer(settings, result)
+    if trace_to is not None:
+        err.print(f"[dim]trace: {trace_to}[/]")
     if as_json:
         typer.echo(json.dumps(result.to_dict(all_references), indent=2, ensure_ascii=False))
     elif not as_jsonl:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,75 +18,41 @@ from kbagent.cli.common import handles_errors, settings_from, stderr_console, st
 from kbagent.errors import BadInputError, ExitCode, Interrupted, KbagentError
 
 
-class _Cancel:
-    """Cancel handle for one question (the agent's own cancel)."""
-
-    def __init__(self) -> None:
-        self.agent: Any = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.agent is not None:
-            self.agent.cancel()
-
-
 class AgentFactory:
-    """Loads the LLM once and opens each set of KBs once for a whole batch."""
+    """One :class:`~kbagent.session.Session` per (KBs, mode, tools) asked for, all
+    sharing one LLM: the model loads once and each set of KBs opens once."""
 
     def __init__(self, settings: Any, kb: list[str] | None, mode: str, tools: str,
                  limits: dict[str, Any], trace_dir: Path | None) -> None:
         self.settings, self.kb, self.mode, self.tools = settings, kb, mode, tools
         self.limits, self.trace_dir = limits, trace_dir
-        self._kbs: dict[tuple[str, ...], list[Any]] = {}
+        self._sessions: dict[tuple[Any, ...], Any] = {}
         self._llm: Any = None
+        self._lock = threading.Lock()
 
-    def llm(self) -> Any:
-        if self._llm is None:
-            from kbagent.agent.llm import load_llm
+    def session(self, names: list[str] | None, mode: str, tools: str) -> Any:
+        from kbagent.session import Session
 
-            self._llm = load_llm(self.settings)
-        return self._llm
+        key = (tuple(names or ()), mode, tools)
+        with self._lock:
+            if key not in self._sessions:
+                session = Session(self.settings, names, mode=mode, tools=tools,
+                                  llm=self._llm, **self.limits)
+                session.open_kbs(required=mode != "direct" or bool(names))
+                self._llm = session.load_llm()
+                self._sessions[key] = session
+            return self._sessions[key]
 
-    def kbs(self, names: list[str] | None, mode: str) -> list[Any]:
-        from kbagent.cli.kb_commands import open_kbs
-
-        if mode == "direct" and not names:
-            return []
-        key = tuple(names or ())
-        if key not in self._kbs:
-            self._kbs[key] = open_kbs(self.settings, names)
-        return self._kbs[key]
-
-    def run(self, item: Any, handle: _Cancel) -> dict[str, Any]:
+    def run(self, item: Any, token: Any) -> dict[str, Any]:
         from kbagent.agent.events import Final
-        from kbagent.agent.loop import Agent, AgentConfig
 
         mode, tools = item.mode or self.mode, item.tools or self.tools
-        kbs = self.kbs(item.kb or self.kb, mode)
-        config = AgentConfig.from_settings(self.settings, mode=mode, tools=tools, **self.limits)
-        llm, writer = self.llm(), None
-        if self.trace_dir is not None:
-            from kbagent.agent.trace import TraceWriter, TracingLLM
-
-            writer = TraceWriter(self.trace_dir / f"{_safe(item.id)}.jsonl")
-            writer.header(question=item.question, kbs=kbs, mode=mode, tools=tools,
-                          settings=self.settings, llm=llm)
-            llm = TracingLLM(llm, writer)
-        handle.agent = agent = Agent(llm, kbs, config)
-        if handle.cancelled:
-            agent.cancel()
+        session = self.session(item.kb or self.kb, mode, tools)
+        trace = self.trace_dir / f"{_safe(item.id)}.jsonl" if self.trace_dir else None
         result = None
-        try:
-            for ev in agent.run(item.question):
-                if writer is not None:
-                    writer.event(ev)
-                if isinstance(ev, Final):
-                    result = ev.result
-        finally:
-            if writer is not None:
-                writer.end(result, "interrupted")
-                writer.close()
+        for ev in session.ask(item.question, token=token, trace_to=trace):
+            if isinstance(ev, Final):
+                result = ev.result
         assert result is not None
         # beyond the `ask --json` shape: the mode asked for (auto routes) and every path
         # the tools showed the model, so `kbagent eval qa --answers` can score this file
@@ -162,8 +129,10 @@ def batch(
         elif not quiet and rec.get("error") is not None:
             warn(f"{rec['id']}: {rec['error']}")
 
+    from kbagent.agent.cancel import CancelToken
+
     runner = BatchRunner(factory.run, out_file, workers=workers, on_record=on_record,
-                         make_token=_Cancel)
+                         make_token=CancelToken)
     previous = signal.getsignal(signal.SIGINT)
 
     def on_sigint(signum: int, frame: Any) -> None:
@@ -256,9 +225,7 @@ def replay(
 def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, Any]],
            quiet: bool) -> None:
     from kbagent.agent.events import Final
-    from kbagent.agent.llm import load_llm
-    from kbagent.agent.loop import Agent, AgentConfig
-    from kbagent.cli.kb_commands import open_kbs
+    from kbagent.session import Session
 
     recorded = next((r["event"] for r in records if r.get("kind") == "event"
                      and r["event"].get("type") == Final.type), None)
@@ -266,19 +233,20 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
         raise BadInputError("the trace ends before the answer; nothing to compare")
     keep = {k: v for k, v in header["settings"].items() if k != "home"}
     settings = settings_from(ctx, **keep)
-    llm = load_llm(settings)
+    names = [k["name"] for k in header["kbs"]]
+    session = Session(settings, names, mode=header["mode"], tools=header["tools"])
+    session.open_kbs(required=bool(names))
+    llm = session.load_llm()
     size = header.get("llm", {}).get("model_bytes")
     path = getattr(llm, "path", None)
     if size and path and Path(path).stat().st_size != size:
         warn(f"the model file {path} differs from the recorded one ({size} bytes)")
-    kbs = open_kbs(settings, [k["name"] for k in header["kbs"]]) if header["kbs"] else []
-    for kb, rec in zip(kbs, header["kbs"], strict=False):
+    for kb, rec in zip(session.kbs, header["kbs"], strict=False):
         if rec.get("generation") and kb.generation != rec["generation"]:
             warn(f"KB '{kb.name}' changed since the trace ({rec['generation']} -> "
                  f"{kb.generation}); the answer may differ")
-    config = AgentConfig.from_settings(settings, mode=header["mode"], tools=header["tools"])
     result = None
-    for ev in Agent(llm, kbs, config).run(header["question"]):
+    for ev in session.ask(header["question"]):
         if isinstance(ev, Final):
             result = ev.result
     assert result is not None

@@ -124,7 +124,7 @@ def qa(
     answer-contains-gold, supporting-document recall, citation precision, abstention,
     steps, tokens and latency per mode."""
     from kbagent.batch import BatchQuestion
-    from kbagent.cli.batch_commands import AgentFactory, _Cancel
+    from kbagent.cli.batch_commands import AgentFactory
     from kbagent.evaluation.qa import run_qa, score_answers
     from kbagent.evaluation.qa_data import load_qa, write_corpus_folder
     from kbagent.kb.ingest import Ingestor
@@ -156,7 +156,7 @@ def qa(
                 def answer(item: Any, mode: str) -> dict[str, Any]:
                     q = BatchQuestion(item.id, item.question, 0, mode=mode)
                     try:
-                        return factory.run(q, _Cancel())
+                        return factory.run(q, None)
                     except KbagentError as e:
                         return {"error": str(e)}
 
