@@ -125,3 +125,18 @@ def test_cli_bad_modes_and_files(tmp_path, sample_file):
     assert res.exit_code == 2 and "unknown mode fast" in res.stderr
     res = runner.invoke(app, ["eval", "qa", str(tmp_path / "none.jsonl")])
     assert res.exit_code == 3 and "no such question file" in res.stderr
+
+
+def test_save_answers_resumes_an_evaluation(sample_file, tmp_path, monkeypatch):
+    saved = tmp_path / "saved.jsonl"
+    args = ["eval", "qa", str(sample_file), "--kb", "sample", "--compare-modes", "rag",
+            "--save-answers", str(saved), "--json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.stderr
+    assert len(saved.read_text().splitlines()) == 2
+    calls = ScriptedLLM([])  # no replies left: a second run must not ask the model
+    monkeypatch.setattr(llm_module, "load_llm", lambda s: calls)
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["modes"] == json.loads(first.stdout)["modes"]
+    assert calls.calls == [] and len(saved.read_text().splitlines()) == 2

@@ -107,6 +107,10 @@ def qa(
     answers: Annotated[Path | None, typer.Option(
         "--answers", help="Score this `kbagent batch` output instead of asking.",
         show_default=False)] = None,
+    save_answers: Annotated[Path | None, typer.Option(
+        "--save-answers", help="Append each answer to this JSONL as it is produced; a re-run "
+        "reuses the answers already there (resume a long evaluation).",
+        show_default=False)] = None,
     model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
                                               show_default=False)] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",
@@ -152,15 +156,23 @@ def qa(
                 report = score_answers(ds, label, _read_records(answers))
             else:
                 factory = AgentFactory(settings, kb_names, modes[0], tools.value, {}, None)
+                saved = _SavedAnswers(save_answers)
 
                 def answer(item: Any, mode: str) -> dict[str, Any]:
-                    q = BatchQuestion(item.id, item.question, 0, mode=mode)
-                    try:
-                        return factory.run(q, None)
-                    except KbagentError as e:
-                        return {"error": str(e)}
+                    rec = saved.get(item.id, mode)
+                    if rec is None:
+                        q = BatchQuestion(item.id, item.question, 0, mode=mode)
+                        try:
+                            rec = {"id": item.id, "error": None, **factory.run(q, None)}
+                        except KbagentError as e:
+                            rec = {"id": item.id, "requested_mode": mode, "error": str(e)}
+                        saved.put(rec)
+                    return rec
 
-                report = run_qa(ds, label, modes, answer, progress=bar)
+                try:
+                    report = run_qa(ds, label, modes, answer, progress=bar)
+                finally:
+                    saved.close()
     except KeyboardInterrupt:
         raise Interrupted("interrupted; nothing stored was changed") from None
     if html_out is not None:
@@ -171,6 +183,36 @@ def qa(
         typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
         return
     _qa_table(report)
+
+
+class _SavedAnswers:
+    """Answers of an evaluation kept in a JSONL file, keyed by (id, mode asked)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._done: dict[tuple[str, str], dict[str, Any]] = {}
+        self._f = None
+        if path is None:
+            return
+        if path.is_file():
+            from kbagent.batch import answered_ids
+
+            answered_ids(path)  # drops failed lines and a torn last line
+            for rec in _read_records(path):
+                self._done[(str(rec.get("id")), str(rec.get("requested_mode")))] = rec
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def get(self, ident: str, mode: str) -> dict[str, Any] | None:
+        return self._done.get((ident, mode))
+
+    def put(self, rec: dict[str, Any]) -> None:
+        if self._f is not None and rec.get("error") is None:
+            self._f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
