@@ -307,3 +307,67 @@ def test_bindings_can_be_remapped_by_id(sample_settings, keymap):
         assert screen.turns[0].result.status == "answered"
 
     drive(app, scenario)
+
+
+def test_an_unknown_kb_is_a_notification_and_the_others_are_served(sample_settings):
+    app = KbApp(sample_settings, ["sample", "nope"], llm=ScriptedLLM([]), timings=False)
+
+    async def scenario(pilot):
+        messages = [n.message for n in pilot.app._notifications]
+        assert any("KB 'nope' is not served" in m and "unknown KB" in m for m in messages)
+        assert pilot.app.sub_title.endswith("KBs: sample")
+        assert len(list(pilot.app.screen.query(Card))) == 4  # the good KB still serves
+
+    drive(app, scenario)
+
+
+def test_browse_ingests_a_folder_with_progress(sample_settings, make_folder):
+    from tests.conftest import SMALL_DOCS
+
+    folder = make_folder(SMALL_DOCS)
+    app = KbApp(sample_settings, None, llm=ScriptedLLM([]), timings=False)
+
+    async def scenario(pilot):
+        await pilot.press("f3")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "BrowseScreen")
+        screen = pilot.app.screen
+        screen.query_one("#ingest-path").value = str(folder)
+        screen.query_one("#ingest-kb").value = "docs"
+        screen.query_one("#ingest-path").focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "KB 'docs'" in text_of(screen.query_one("#ingest-status")))
+        assert "3 added" in text_of(screen.query_one("#ingest-status"))
+        assert screen.query_one("#ingest-progress").progress > 0
+        assert "docs" in [kb.name for kb in pilot.app.session.kbs]
+
+    drive(app, scenario)
+
+
+def test_history_delete_one_and_clear_all_ask_for_confirmation(sample_settings):
+    from kbagent.agent.events import AgentResult
+
+    app = KbApp(sample_settings, ["sample"], llm=ScriptedLLM([]), timings=False)
+    for q in ("first question", "second question"):
+        app.history.add(AgentResult(question=q, answer="a", mode="rag", status="answered"))
+
+    async def scenario(pilot):
+        await pilot.press("f4")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "HistoryScreen")
+        screen = pilot.app.screen
+        await pilot.press("d")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("n")  # declined: nothing deleted
+        await until(pilot, lambda: pilot.app.screen is screen)
+        assert len(pilot.app.history.list()) == 2
+        await pilot.press("d")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: len(screen.entries) == 1)
+        assert [e.question for e in pilot.app.history.list()] == ["first question"]
+        await pilot.press("ctrl+x")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: not screen.entries)
+        assert pilot.app.history.list() == []
+
+    drive(app, scenario)

@@ -113,7 +113,6 @@ class AskScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#conversation", VerticalScroll).anchor()
         self.refresh_cards()
         self.query_one(PromptInput).focus()
 
