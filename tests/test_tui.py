@@ -371,3 +371,15 @@ def test_history_delete_one_and_clear_all_ask_for_confirmation(sample_settings):
         assert pilot.app.history.list() == []
 
     drive(app, scenario)
+
+
+def test_tui_command_refuses_model_and_url_together():
+    from typer.testing import CliRunner
+
+    from kbagent.cli import app as cli
+    from kbagent.errors import ExitCode
+
+    res = CliRunner().invoke(cli, ["tui", "--model", "m.gguf", "--llm-url", "http://x/v1"])
+    assert res.exit_code == ExitCode.BAD_INPUT and "cannot be combined" in res.stderr
+    res = CliRunner().invoke(cli, ["tui", "--help"])
+    assert res.exit_code == 0 and "--kb" in res.stdout
