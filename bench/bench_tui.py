@@ -127,6 +127,7 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
 
     ask_module.answer_markdown = answer_markdown  # type: ignore[assignment]
     original_append = Markdown.append
+    screen_ref: list[Any] = []  # the Ask screen, once running (answer length so far)
 
     def append(self: Markdown, markdown: str) -> Any:
         waiting = list(pending)
@@ -136,7 +137,8 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
 
         async def done() -> None:
             await awaitable
-            append_cost.append((len(self.source), time.perf_counter() - started))
+            chars = len(screen_ref[0].turns[-1].answer_text) if screen_ref else 0
+            append_cost.append((chars, time.perf_counter() - started))
 
             def on_screen() -> None:
                 now = time.perf_counter()
@@ -166,6 +168,7 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
             await asyncio.sleep(10.0)  # the same timer with the app idle: the machine's share
             measuring[0] = False
             screen = app.screen
+            screen_ref.append(screen)
             screen.query_one(PromptInput).text = "Which GPU model does Kestrel Edge use?"
             await pilot.press("enter")
             while not streaming.is_set():
@@ -181,7 +184,7 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
             idle0, idle_wall0 = time.process_time(), time.perf_counter()
             await asyncio.sleep(5.0)
             idle1, idle_wall1 = time.process_time(), time.perf_counter()
-            answer_chars = len(screen.turns[-1].answer.source)
+            answer_chars = len(screen.turns[-1].answer_text)
             status = screen.turns[-1].result.status
     finally:
         Markdown.append = original_append  # type: ignore[method-assign]

@@ -71,7 +71,7 @@ def test_submit_by_key_shows_steps_in_order_and_a_cited_answer(sample_settings):
         assert "kb_search" in str(panels[0].title)
         assert ".md:" in text_of(panels[0].observation)  # hits as path:lines
         assert all(p.collapsed for p in panels)  # finished steps fold
-        assert "L40S" in turn.answer.source and "](ref:" in turn.answer.source
+        assert "L40S" in turn.answer_text and "](ref:" in turn.answer_text
         assert [b.n for b in turn.query(Badge)]
         assert text_of(turn.query_one(".route")) == "route: rag"
         prompt = pilot.app.screen.query_one(PromptInput)
@@ -143,7 +143,8 @@ def test_an_example_card_fills_the_input(sample_settings):
 
 
 def test_esc_cancels_a_run_shows_what_was_gathered_and_input_works_again(sample_settings):
-    slow = ScriptedLLM(["Kestrel Edge uses GPUs. " * 300, ANSWER], piece_delay=0.02)
+    long_answer = " ".join(f"Kestrel Edge fact number {i} is distinct." for i in range(300))
+    slow = ScriptedLLM([long_answer, ANSWER], piece_delay=0.02)  # distinct: never "repetition"
     app, llm = make_app(sample_settings, slow, mode="rag")
 
     async def scenario(pilot):
@@ -157,7 +158,7 @@ def test_esc_cancels_a_run_shows_what_was_gathered_and_input_works_again(sample_
         await until(pilot, lambda: not screen.running)
         turn = screen.turns[0]
         assert turn.result.status == "cancelled"
-        assert "Evidence gathered so far" in turn.answer.source
+        assert "Evidence gathered so far" in turn.answer_text
         assert not prompt.disabled
         # the input is usable again and a follow-up sees the previous turn
         turn2 = await ask(pilot, "And how many of them?")
