@@ -32,6 +32,18 @@ async def wait(pilot, cond, timeout: float = 120.0) -> None:
     assert cond(), "condition not reached in time"
 
 
+async def steady(pilot) -> None:
+    """No blinking cursors: a snapshot must not depend on when it is taken."""
+    from textual.widgets import Input, TextArea
+
+    for screen in pilot.app.screen_stack:
+        for w in screen.query(Input):
+            w.cursor_blink = False
+        for w in screen.query(TextArea):
+            w.cursor_blink = False
+    await pilot.pause(0.1)
+
+
 async def submit(pilot, question: str = QUESTION) -> None:
     pilot.app.screen.query_one(PromptInput).text = question
     await pilot.press("enter")
@@ -39,7 +51,7 @@ async def submit(pilot, question: str = QUESTION) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_empty_ask_screen_with_cards(snap_compare, sample_settings, size):
-    assert snap_compare(app_for(sample_settings, []), terminal_size=size)
+    assert snap_compare(app_for(sample_settings, []), terminal_size=size, run_before=steady)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -54,7 +66,7 @@ def test_mid_run(snap_compare, sample_settings, size):
         await submit(pilot)
         screen = pilot.app.screen
         await wait(pilot, lambda: bool(screen.turns) and len(screen.turns[0].panels) == 2)
-        await pilot.pause(0.2)
+        await steady(pilot)
 
     try:
         assert snap_compare(app_for(sample_settings, [held], mode="rag"), terminal_size=size,
@@ -70,7 +82,7 @@ def test_finished_cited_answer_with_references(snap_compare, sample_settings, si
         screen = pilot.app.screen
         await wait(pilot, lambda: bool(screen.turns) and not screen.running)
         await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await steady(pilot)
 
     assert snap_compare(app_for(sample_settings, [ANSWER], mode="rag"), terminal_size=size,
                         run_before=run_before)
@@ -84,7 +96,7 @@ def test_search_screen(snap_compare, sample_settings, size):
         await pilot.press(*"kestrel", "space", *"gpu")
         screen = pilot.app.screen
         await wait(pilot, lambda: getattr(screen, "searched", "") == "kestrel gpu")
-        await pilot.pause(0.2)
+        await steady(pilot)
 
     app = KbApp(sample_settings, ["sample"], load_llm=False, timings=False)
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -104,6 +116,7 @@ def test_history_screen(snap_compare, sample_settings, size):
     async def run_before(pilot):
         await pilot.press("f4")
         await pilot.pause(0.3)
+        await steady(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -115,6 +128,6 @@ def test_error_missing_model(snap_compare, sample_settings, size):
 
     async def run_before(pilot):
         await wait(pilot, lambda: bool(pilot.app.llm_error))
-        await pilot.pause(0.2)
+        await steady(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
