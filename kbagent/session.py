@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import threading
 from collections.abc import Iterator
@@ -322,7 +323,8 @@ def example_questions(kbs: list[Any]) -> list[tuple[str, str]]:
             "AND c.heading != '' ORDER BY c.ordinal LIMIT 1) FROM documents d ORDER BY d.path")
         for title, path, heading in rows:
             name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
-            docs.append((name, (heading or "").split(" > ")[-1].strip()))
+            last = (heading or "").split(" > ")[-1].strip()
+            docs.append((name, re.sub(r"^\d+[.)]\s*", "", last)))  # "1. Q3" -> "Q3"
     if not docs:
         return []
     pick = [docs[(i * max(1, len(docs) // 4)) % len(docs)] for i in range(4)]

@@ -71,7 +71,7 @@ def test_submit_by_key_shows_steps_in_order_and_a_cited_answer(sample_settings):
         assert "kb_search" in str(panels[0].title)
         assert ".md:" in text_of(panels[0].observation)  # hits as path:lines
         assert all(p.collapsed for p in panels)  # finished steps fold
-        assert "L40S" in turn.answer.source and "](ref:" in turn.answer.source
+        assert "L40S" in turn.answer_text and "](ref:" in turn.answer_text
         assert [b.n for b in turn.query(Badge)]
         assert text_of(turn.query_one(".route")) == "route: rag"
         prompt = pilot.app.screen.query_one(PromptInput)
@@ -143,7 +143,8 @@ def test_an_example_card_fills_the_input(sample_settings):
 
 
 def test_esc_cancels_a_run_shows_what_was_gathered_and_input_works_again(sample_settings):
-    slow = ScriptedLLM(["Kestrel Edge uses GPUs. " * 300, ANSWER], piece_delay=0.02)
+    long_answer = " ".join(f"Kestrel Edge fact number {i} is distinct." for i in range(300))
+    slow = ScriptedLLM([long_answer, ANSWER], piece_delay=0.02)  # distinct: never "repetition"
     app, llm = make_app(sample_settings, slow, mode="rag")
 
     async def scenario(pilot):
@@ -157,7 +158,7 @@ def test_esc_cancels_a_run_shows_what_was_gathered_and_input_works_again(sample_
         await until(pilot, lambda: not screen.running)
         turn = screen.turns[0]
         assert turn.result.status == "cancelled"
-        assert "Evidence gathered so far" in turn.answer.source
+        assert "Evidence gathered so far" in turn.answer_text
         assert not prompt.disabled
         # the input is usable again and a follow-up sees the previous turn
         turn2 = await ask(pilot, "And how many of them?")
@@ -307,3 +308,79 @@ def test_bindings_can_be_remapped_by_id(sample_settings, keymap):
         assert screen.turns[0].result.status == "answered"
 
     drive(app, scenario)
+
+
+def test_an_unknown_kb_is_a_notification_and_the_others_are_served(sample_settings):
+    app = KbApp(sample_settings, ["sample", "nope"], llm=ScriptedLLM([]), timings=False)
+
+    async def scenario(pilot):
+        messages = [n.message for n in pilot.app._notifications]
+        assert any("KB 'nope' is not served" in m and "unknown KB" in m for m in messages)
+        assert pilot.app.sub_title.endswith("KBs: sample")
+        assert len(list(pilot.app.screen.query(Card))) == 4  # the good KB still serves
+
+    drive(app, scenario)
+
+
+def test_browse_ingests_a_folder_with_progress(sample_settings, make_folder):
+    from tests.conftest import SMALL_DOCS
+
+    folder = make_folder(SMALL_DOCS)
+    app = KbApp(sample_settings, None, llm=ScriptedLLM([]), timings=False)
+
+    async def scenario(pilot):
+        await pilot.press("f3")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "BrowseScreen")
+        screen = pilot.app.screen
+        screen.query_one("#ingest-path").value = str(folder)
+        screen.query_one("#ingest-kb").value = "docs"
+        screen.query_one("#ingest-path").focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "KB 'docs'" in text_of(screen.query_one("#ingest-status")))
+        assert "3 added" in text_of(screen.query_one("#ingest-status"))
+        assert screen.query_one("#ingest-progress").progress > 0
+        assert "docs" in [kb.name for kb in pilot.app.session.kbs]
+
+    drive(app, scenario)
+
+
+def test_history_delete_one_and_clear_all_ask_for_confirmation(sample_settings):
+    from kbagent.agent.events import AgentResult
+
+    app = KbApp(sample_settings, ["sample"], llm=ScriptedLLM([]), timings=False)
+    for q in ("first question", "second question"):
+        app.history.add(AgentResult(question=q, answer="a", mode="rag", status="answered"))
+
+    async def scenario(pilot):
+        await pilot.press("f4")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "HistoryScreen")
+        screen = pilot.app.screen
+        await pilot.press("d")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("n")  # declined: nothing deleted
+        await until(pilot, lambda: pilot.app.screen is screen)
+        assert len(pilot.app.history.list()) == 2
+        await pilot.press("d")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: len(screen.entries) == 1)
+        assert [e.question for e in pilot.app.history.list()] == ["first question"]
+        await pilot.press("ctrl+x")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "Confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: not screen.entries)
+        assert pilot.app.history.list() == []
+
+    drive(app, scenario)
+
+
+def test_tui_command_refuses_model_and_url_together():
+    from typer.testing import CliRunner
+
+    from kbagent.cli import app as cli
+    from kbagent.errors import ExitCode
+
+    res = CliRunner().invoke(cli, ["tui", "--model", "m.gguf", "--llm-url", "http://x/v1"])
+    assert res.exit_code == ExitCode.BAD_INPUT and "cannot be combined" in res.stderr
+    res = CliRunner().invoke(cli, ["tui", "--help"])
+    assert res.exit_code == 0 and "--kb" in res.stdout

@@ -34,6 +34,8 @@ from kbagent.tui.widgets import (
     answer_markdown,
 )
 
+SEGMENT_CHARS = 1500
+
 
 class AgentEvent(Message):
     """One event of the agent's stream, posted from the worker thread."""
@@ -56,7 +58,8 @@ class Turn(Vertical):
         super().__init__(classes="turn")
         self.question, self.route = question, route
         self.steps = Vertical(classes="steps")
-        self.answer = Markdown("", classes="answer", open_links=False)
+        self.answer = Vertical(classes="answer")  # Markdown segments, see write_answer
+        self.segments: list[Markdown] = []
         self.notices = Vertical(classes="notices")
         self.badges = BadgeRow(classes="badges")
         self.detail = Static("", classes="ref-detail")
@@ -74,6 +77,27 @@ class Turn(Vertical):
         yield self.badges
         yield self.detail
         yield self.refs_box
+
+    @property
+    def answer_text(self) -> str:
+        """The answer's Markdown source, all segments."""
+        return "".join(m.source for m in self.segments)
+
+    async def write_answer(self, fragment: str) -> None:
+        """Stream ``fragment`` into the answer. A long answer is split into Markdown
+        segments at paragraph ends (every ~SEGMENT_CHARS): appending to a segment
+        re-parses and lays out only that segment, so the cost of an append stays
+        flat however long the answer grows."""
+        current = self.segments[-1] if self.segments else None
+        if current is None or (len(current.source) >= SEGMENT_CHARS
+                               and current.source.endswith("\n\n")):
+            if self.stream is not None:
+                await self.stream.stop()
+            current = Markdown("", classes="answer-part", open_links=False)
+            self.segments.append(current)
+            await self.answer.mount(current)
+            self.stream = Markdown.get_stream(current)
+        await self.stream.write(fragment)
 
     def notice(self, text: str, kind: str = "info") -> None:
         self.notices.mount(Static(text, classes=f"notice -{kind}"))
@@ -113,7 +137,6 @@ class AskScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#conversation", VerticalScroll).anchor()
         self.refresh_cards()
         self.query_one(PromptInput).focus()
 
@@ -207,9 +230,7 @@ class AskScreen(Screen):
             if panel is not None:
                 panel.set_observation(ev, timings)
         elif isinstance(ev, AnswerDelta):
-            if turn.stream is None:
-                turn.stream = Markdown.get_stream(turn.answer)
-            await turn.stream.write(answer_markdown(ev.text, ev.supported))
+            await turn.write_answer(answer_markdown(ev.text, ev.supported))
         elif isinstance(ev, ErrorEvent):
             kind = {"cancelled": "warning", "limit": "warning"}.get(ev.kind, "error")
             turn.notice(("stopped: " if ev.kind == "cancelled" else f"{ev.kind}: ")
