@@ -230,6 +230,15 @@ class KnowledgeBase:
     def embedding_model(self) -> str:
         return str(self.manifest["embedding_model"])
 
+    @property
+    def embedding_space(self) -> str:
+        """Model id plus precision. A KB made before runtime and precision were
+        recorded was embedded by torch in fp32, the same vectors as ONNX fp32."""
+        from kbagent.kb.embedder import vector_space
+
+        return vector_space(self.embedding_model,
+                            str(self.manifest.get("embedding_precision", "fp32")))
+
     def close(self) -> None:
         self.store.close()
 
