@@ -45,6 +45,7 @@ class Settings:
     embed_url: str = ""  # OpenAI-compatible embeddings server, e.g. http://127.0.0.1:8081/v1
     embed_model: str = ""  # model name to send to it (default: the one it reports)
     embed_timeout: float = 30.0  # seconds per embeddings request
+    bm25_first_chunks: int = 2000  # a first ingest this big is searchable (BM25) before embedding
     # LLM
     llm_model: str = "bundled"  # "bundled" or a path to a GGUF file
     llm_url: str = ""  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1

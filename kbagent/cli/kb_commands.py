@@ -136,8 +136,8 @@ class KbagentInterrupted(KbagentError):
     exit_code = 130
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
-                         "finished embeddings are reused)")
+        super().__init__(f"interrupted; KB '{name}' keeps its last published state (re-run "
+                         "to finish, finished embeddings are reused)")
 
 
 # ----------------------------------------------------------------------- search
@@ -192,6 +192,8 @@ def search(
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
+    for name in result.bm25_only_kbs:
+        warn(f"KB '{name}': vectors still being built: BM25 only")
     if len(result.failed_kbs) == len(kbs):
         raise KbagentError("every KB failed to answer the search")
     if as_json:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.bm25_first import is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.embedder import (
     Embedder,
@@ -163,12 +164,17 @@ class Ingestor:
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
         model_id = self._planned_space()
         base_docs = {}
+        base_pending = False
         if base_gen and not rebuild:
             base_manifest = self._base_manifest(base_gen)
             self._check_compatible(base_manifest, model_id)
-            store = self._open_base_store(base_gen, base_manifest)
-            base_docs = store.documents()
-            store.close()
+            base_pending = is_pending(base_manifest)
+            if base_pending:  # BM25-only (see bm25_first.py): build it whole again
+                base_manifest = None
+            else:
+                store = self._open_base_store(base_gen, base_manifest)
+                base_docs = store.documents()
+                store.close()
 
         pending, keep_paths = self._scan(source, report, base_docs, model_id)
         removed = [p for p in base_docs if p not in keep_paths]
@@ -184,6 +190,10 @@ class Ingestor:
             report.files.sort(key=lambda f: f.path)
             return report
 
+        n_chunks = sum(len(p.chunks) for p in pending)
+        if (not base_gen or base_pending) and 0 < self.settings.bm25_first_chunks <= n_chunks:
+            base_gen = publish_bm25_first(self, source, base_gen, pending, _model_of(model_id),
+                                          self.embedder.dim)
         self._build(source, report, base_gen, base_manifest, base_docs, pending, removed,
                     model_id)
         report.files.sort(key=lambda f: f.path)

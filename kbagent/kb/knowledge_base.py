@@ -203,7 +203,9 @@ class KnowledgeBase:
                 f"KB '{self.name}' is corrupted ({what}); {rebuild_hint(self.name, manifest)}"
             ) from e
         n_lex = lexical.num_docs()
-        if n_lex != chunks or len(vectors) != chunks:
+        # a BM25-only generation (kb/bm25_first.py) has no vectors yet, by design
+        pending = bool(manifest.get("vectors_pending"))
+        if n_lex != chunks or (len(vectors) != chunks and not (pending and len(vectors) == 0)):
             raise KbCorruptError(
                 f"KB '{self.name}' is inconsistent ({chunks} chunks, {n_lex} in BM25 index, "
                 f"{len(vectors)} vectors); {rebuild_hint(self.name, manifest)}"
@@ -214,6 +216,7 @@ class KnowledgeBase:
         self.store = store
         self.lexical = lexical
         self.vectors = vectors
+        self.vectors_pending = pending
         self.documents = docs
         self.chunks = chunks
 

@@ -29,6 +29,7 @@ class SearchResult:
     mode: str
     hits: list[Hit]
     failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
+    bm25_only_kbs: list[str] = field(default_factory=list)  # vectors still being built
 
 
 def check_same_space(kb_name: str, space: str, embedder: Embedder) -> None:
@@ -68,7 +69,7 @@ class HybridSearcher:
         out: dict[str, np.ndarray] = {}
         for kb in self.kbs:
             space = kb.embedding_space
-            if space not in out:
+            if space not in out and not getattr(kb, "vectors_pending", False):
                 embedder = self._embedder_for(space)
                 check_same_space(kb.name, space, embedder)
                 if embedder.dim != int(kb.manifest["embedding_dim"]):
@@ -99,6 +100,7 @@ class HybridSearcher:
         if mode != "bm25" and query_vectors is None:
             query_vectors = self.embed_query(query)
         failed: dict[str, str] = {}
+        bm25_only: list[str] = []
         # (kb, chunk_id) -> [bm25 rank, bm25 score, vector rank, vector score]
         evidence: dict[tuple[int, int], list] = {}
         for i, kb in enumerate(self.kbs):
@@ -107,7 +109,9 @@ class HybridSearcher:
                 if mode != "vector":
                     for rank, (cid, score) in enumerate(kb.lexical.search(query, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
-                if mode != "bm25":
+                if mode != "bm25" and getattr(kb, "vectors_pending", False):
+                    bm25_only.append(kb.name)
+                elif mode != "bm25":
                     vec = query_vectors[kb.embedding_space]
                     for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
@@ -143,4 +147,4 @@ class HybridSearcher:
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
                 bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
             ))
-        return SearchResult(query, mode, hits, failed)
+        return SearchResult(query, mode, hits, failed, bm25_only)
