@@ -141,7 +141,8 @@ def verdict(results: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="~300-doc subsets for nDCG")
-    ap.add_argument("--data", type=Path, default=B.DEFAULT_DATA)
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data")
+                    if not B.DEFAULT_DATA.is_dir() else B.DEFAULT_DATA)
     ap.add_argument("--throughput-texts", type=int, default=1024)
     ap.add_argument("--sets", default="nfcorpus,scifact", help="data sets for nDCG ('' = none)")
     ap.add_argument("--ndcg-runtimes", default="torch fp32,onnx fp32,onnx int8")
