@@ -109,10 +109,12 @@ class HybridSearcher:
                 if mode != "vector":
                     for rank, (cid, score) in enumerate(kb.lexical.search(query, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
-                if mode != "bm25" and getattr(kb, "vectors_pending", False):
+                # vectors still being built (kb/bm25_first.py), or finished since the
+                # query was embedded: this KB answers by BM25 alone this time
+                vec = None if mode == "bm25" else query_vectors.get(kb.embedding_space)
+                if mode != "bm25" and (vec is None or getattr(kb, "vectors_pending", False)):
                     bm25_only.append(kb.name)
                 elif mode != "bm25":
-                    vec = query_vectors[kb.embedding_space]
                     for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
             except KbagentError as e:
