@@ -34,8 +34,12 @@ import bench_kb as B  # noqa: E402
 from kbagent.kb.embedder import load_embedder  # noqa: E402
 
 PROBE = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
+def rss_mb(key):  # not ru_maxrss: a forked child inherits its parent's peak
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -43,12 +47,12 @@ from kbagent.kb.search import HybridSearcher
 from kbagent.settings import Settings
 kb = KnowledgeBase(Settings.load(home=sys.argv[2]), "big")
 open_s = time.perf_counter() - t0
-rss_open = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss_open = rss_mb("VmRSS")
 data = np.load(sys.argv[3])
 queries = [str(q) for q in data["queries"]]
 vecs = data["vectors"]
 s = HybridSearcher([kb])
-out = {"open_s": round(open_s, 3), "rss_after_open_mb": round(rss_open, 1), "chunks": kb.chunks}
+out = {"open_s": round(open_s, 3), "rss_after_open_mb": rss_open, "chunks": kb.chunks}
 for mode in ("hybrid", "bm25", "vector"):
     times = []
     for q, v in zip(queries, vecs):
@@ -57,7 +61,8 @@ for mode in ("hybrid", "bm25", "vector"):
         times.append((time.perf_counter() - t) * 1000)
     out[mode + "_p50_ms"] = round(float(np.percentile(times, 50)), 2)
     out[mode + "_p95_ms"] = round(float(np.percentile(times, 95)), 2)
-out["rss_after_searches_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+out["rss_after_searches_mb"] = rss_mb("VmRSS")
+out["rss_peak_mb"] = rss_mb("VmHWM")
 print(json.dumps(out))
 """
 
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
     emb = load_embedder("bundled")
     nf = B.load_nfcorpus(args.data, quick=False)
-    base = emb.encode([f"{d['title']} {d['text']}" for d in nf.docs[:512]])
+    base = emb.encode([f"{d['title']} {d['text']}" for d in nf.docs[:128]])
     queries = [nf.queries[q] for q in sorted(nf.queries)][: args.queries]
     qtimes = []
     qvecs = []
