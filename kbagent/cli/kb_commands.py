@@ -136,8 +136,8 @@ class KbagentInterrupted(KbagentError):
     exit_code = 130
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"interrupted; KB '{name}' keeps its last published state (re-run "
-                         "to finish, finished embeddings are reused)")
+        super().__init__(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
+                         "finished embeddings are reused)")
 
 
 # ----------------------------------------------------------------------- search
