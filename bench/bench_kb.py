@@ -129,8 +129,9 @@ class NfCorpus:
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> grade
 
 
-def load_nfcorpus(data: Path, quick: bool) -> NfCorpus:
-    root = data / "nfcorpus"
+def load_nfcorpus(data: Path, quick: bool, name: str = "nfcorpus") -> NfCorpus:
+    """A BEIR data set (NFCorpus by default; SciFact has the same layout)."""
+    root = data / name
     docs = read_jsonl(root / "corpus.jsonl")
     all_queries = {q["_id"]: q["text"] for q in read_jsonl(root / "queries.jsonl")}
     qrels: dict[str, dict[str, int]] = {}

@@ -40,6 +40,12 @@ class Settings:
     chunk_overlap: int = 32  # tokens of overlap when a long section is split
     max_file_mb: float = 20.0  # larger files are skipped with a reason
     embed_batch: int = 32
+    embedding_runtime: str = "auto"  # auto (ONNX, else torch) | onnx | torch
+    embedding_precision: str = "fp32"  # fp32 | int8 (int8: ONNX only)
+    embed_url: str = ""  # OpenAI-compatible embeddings server, e.g. http://127.0.0.1:8081/v1
+    embed_model: str = ""  # model name to send to it (default: the one it reports)
+    embed_timeout: float = 30.0  # seconds per embeddings request
+    bm25_first_chunks: int = 2000  # a first ingest this big is searchable (BM25) before embedding
     # LLM
     llm_model: str = "bundled"  # "bundled" or a path to a GGUF file
     llm_url: str = ""  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1

@@ -20,7 +20,8 @@ SAMPLE_KB = ROOT / "sample_kb"
 def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("KBAGENT_HOME", str(home))
-    for var in ("KBAGENT_CONFIG", "KBAGENT_EMBEDDING_MODEL", "KBAGENT_LLM_URL"):
+    for var in ("KBAGENT_CONFIG", "KBAGENT_EMBEDDING_MODEL", "KBAGENT_LLM_URL",
+                "KBAGENT_EMBEDDING_RUNTIME", "KBAGENT_EMBEDDING_PRECISION", "KBAGENT_EMBED_URL"):
         monkeypatch.delenv(var, raising=False)
     return home
 

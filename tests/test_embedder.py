@@ -1,12 +1,16 @@
-"""The bundled embedder: small encodes run on one torch thread (see BENCHMARKS.md)."""
+"""The bundled embedder on torch: small encodes run on one torch thread (see BENCHMARKS.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from kbagent.kb.embedder import load_embedder
 
-def test_a_query_is_encoded_on_one_thread_and_the_setting_is_restored(embedder, monkeypatch):
+
+def test_a_query_is_encoded_on_one_thread_and_the_setting_is_restored(monkeypatch):
     import torch
+
+    embedder = load_embedder("bundled", runtime="torch")
 
     seen = []
     real = embedder._model.encode

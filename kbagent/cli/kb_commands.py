@@ -27,6 +27,11 @@ class SearchMode(StrEnum):
     vector = "vector"
 
 
+EMBED_URL_OPTION = typer.Option(
+    "--embed-url", help="OpenAI-compatible embeddings server (e.g. http://host:8081/v1) "
+    "instead of the local model.", show_default=False)
+
+
 # ----------------------------------------------------------------------- ingest
 class _ProgressBar:
     """A rich progress bar on stderr (files, then chunks), silent when not a TTY."""
@@ -94,12 +99,13 @@ def ingest(
     report: Annotated[ReportFormat, typer.Option("--report", help="text: a summary; json: the "
                                                  "per-file report on stdout.")] = ReportFormat.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
 ) -> None:
     """Build or update a KB from a folder (incremental; unchanged files are skipped)."""
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import name_from_folder, validate_name
 
-    settings = settings_from(ctx)
+    settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
     show_bar = not quiet and sys.stderr.isatty()
     try:
@@ -165,19 +171,20 @@ def search(
         SearchMode.hybrid
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+    embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
-    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.embedder import embedder_for_space
     from kbagent.kb.search import HybridSearcher
 
-    settings = settings_from(ctx)
+    settings = settings_from(ctx, embed_url=embed_url)
     kbs = open_kbs(settings, kb)
     load_s = 0.0
 
-    def embedder_for(model_id: str):  # timed apart: loading the model is not searching
+    def embedder_for(space: str):  # timed apart: loading the model is not searching
         nonlocal load_s
         t0 = time.perf_counter()
-        embedder = load_embedder(model_id)  # cached per process
+        embedder = embedder_for_space(space, settings.embedding_runtime, settings)  # cached
         load_s += time.perf_counter() - t0
         return embedder
 
@@ -186,6 +193,8 @@ def search(
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
+    for name in result.bm25_only_kbs:
+        warn(f"KB '{name}': vectors still being built: BM25 only")
     if result.failed_kbs and all(kb.name in result.failed_kbs for kb in kbs):
         raise KbagentError("every KB failed to answer the search")
     if as_json:

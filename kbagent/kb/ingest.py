@@ -23,8 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.bm25_first import is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
-from kbagent.kb.embedder import Embedder, load_embedder, resolve_model
+from kbagent.kb.embedder import (
+    Embedder,
+    load_embedder,
+    remote_embedder,
+    resolve_model,
+    vector_space,
+)
 from kbagent.kb.extract import ExtractError, Skip, extract
 from kbagent.kb.knowledge_base import (
     CHUNKER_VERSION,
@@ -121,8 +128,13 @@ class Ingestor:
 
     @property
     def embedder(self) -> Embedder:
+        if self._embedder is None and self.settings.embed_url:
+            self._embedder = remote_embedder(self.settings)
         if self._embedder is None:
-            self._embedder = load_embedder(self.settings.embedding_model, self.settings.embed_batch)
+            self._embedder = load_embedder(
+                self.settings.embedding_model, self.settings.embed_batch,
+                runtime=self.settings.embedding_runtime,
+                precision=self.settings.embedding_precision)
         return self._embedder
 
     # ------------------------------------------------------------------ run
@@ -149,14 +161,20 @@ class Ingestor:
         report = IngestReport(self.name, str(source))
         base_gen = current_generation(self.dir)
         base_manifest = None
-        model_id = resolve_model(self.settings.embedding_model)[0]
+        # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
+        model_id = self._planned_space()
         base_docs = {}
+        base_pending = False
         if base_gen and not rebuild:
             base_manifest = self._base_manifest(base_gen)
             self._check_compatible(base_manifest, model_id)
-            store = self._open_base_store(base_gen, base_manifest)
-            base_docs = store.documents()
-            store.close()
+            base_pending = is_pending(base_manifest)
+            if base_pending:  # BM25-only (see bm25_first.py): build it whole again
+                base_manifest = None
+            else:
+                store = self._open_base_store(base_gen, base_manifest)
+                base_docs = store.documents()
+                store.close()
 
         pending, keep_paths = self._scan(source, report, base_docs, model_id)
         removed = [p for p in base_docs if p not in keep_paths]
@@ -172,10 +190,25 @@ class Ingestor:
             report.files.sort(key=lambda f: f.path)
             return report
 
+        n_chunks = sum(len(p.chunks) for p in pending)
+        if (not base_gen or base_pending) and 0 < self.settings.bm25_first_chunks <= n_chunks:
+            base_gen = publish_bm25_first(self, source, base_gen, pending, _model_of(model_id),
+                                          self.embedder.dim)
         self._build(source, report, base_gen, base_manifest, base_docs, pending, removed,
                     model_id)
         report.files.sort(key=lambda f: f.path)
         return report
+
+    def _planned_space(self) -> str:
+        """The vector space this ingest makes, without loading a local model (a remote
+        server without a configured model name is asked for it)."""
+        if self.settings.embed_url:
+            from kbagent.kb.remote_embedder import REMOTE_PREFIX
+
+            model = self.settings.embed_model
+            return REMOTE_PREFIX + model if model else self.embedder.model_id
+        return vector_space(resolve_model(self.settings.embedding_model)[0],
+                            self.settings.embedding_precision)
 
     # ----------------------------------------------------------- base checks
     def _base_manifest(self, gen: str) -> dict:
@@ -190,10 +223,10 @@ class Ingestor:
         chunker = manifest.get("chunker", {})
         want = {"version": CHUNKER_VERSION, "max_tokens": self.settings.chunk_tokens,
                 "overlap": self.settings.chunk_overlap}
-        if manifest.get("embedding_model") != model_id:
+        if _space_of(manifest) != model_id:
             raise BadInputError(
                 f"KB '{self.name}' was built with embedding model "
-                f"{manifest.get('embedding_model')!r}, not {model_id!r}; add --rebuild to re-embed"
+                f"{_space_of(manifest)!r}, not {model_id!r}; add --rebuild to re-embed"
             )
         if chunker.get("version") != CHUNKER_VERSION:
             raise BadInputError(
@@ -289,6 +322,7 @@ class Ingestor:
                 gen_dir.mkdir(parents=True)
             self._checkpoint("copied")
             dim = int(base_manifest["embedding_dim"]) if incremental else self.embedder.dim
+            self._expect_dim = dim
             store = Store(gen_dir / "kb.sqlite")
             lexical = LexicalIndex(gen_dir / "tantivy", create=not incremental)
             vectors = VectorIndex(gen_dir / "vectors.usearch", dim, create=not incremental,
@@ -344,7 +378,9 @@ class Ingestor:
             vectors.save()
             _fsync_file(vectors.path)
             self._checkpoint("vectors-saved")
-            manifest = new_manifest(self.name, str(source), model_id, dim, self.settings)
+            manifest = new_manifest(self.name, str(source), _model_of(model_id), dim,
+                                    self.settings)
+            manifest.update(self._runtime_fields(base_manifest))
             if incremental:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
             manifest.update(documents=docs, chunks=chunks, generation=gen)
@@ -377,7 +413,7 @@ class Ingestor:
         gen_dir = self.dir / base_gen
         try:
             manifest = read_manifest(gen_dir)
-            if manifest.get("embedding_model") != model_id:
+            if _space_of(manifest) != model_id:
                 return {}
             store = Store(gen_dir / "kb.sqlite", readonly=True)
             try:
@@ -417,6 +453,10 @@ class Ingestor:
         for i in range(0, total, EMBED_GROUP):
             group = todo[i : i + EMBED_GROUP]
             vecs = self.embedder.encode([texts[h] for h in group])
+            if vecs.shape[1] != self._expect_dim:
+                raise BadInputError(
+                    f"the embedder makes {vecs.shape[1]}-dimensional vectors, KB '{self.name}' "
+                    f"holds {self._expect_dim}-dimensional ones; add --rebuild to re-embed")
             fresh = dict(zip(group, vecs, strict=True))
             cache.put(fresh)
             have.update(fresh)
@@ -424,10 +464,30 @@ class Ingestor:
         report.chunks_embedded = total
         return have
 
+    def _runtime_fields(self, base_manifest: dict | None) -> dict:
+        """Manifest fields saying which runtime and precision made the vectors (the
+        runtime of this run if it embedded anything, else the base's)."""
+        runtime = getattr(self._embedder, "runtime", None) or (base_manifest or {}).get(
+            "embedding_runtime", "torch")
+        precision = "fp32" if self.settings.embed_url else self.settings.embedding_precision
+        return {"embedding_runtime": runtime, "embedding_precision": precision}
+
     def _prune(self, keep: set[str | None]) -> None:
         for d in self.dir.iterdir():
             if d.is_dir() and d.name.startswith("gen-") and d.name not in keep:
                 shutil.rmtree(d, ignore_errors=True)
+
+
+def _space_of(manifest: dict) -> str:
+    """A manifest's vector space; no precision recorded = fp32 (older KBs)."""
+    return vector_space(str(manifest.get("embedding_model")),
+                        str(manifest.get("embedding_precision", "fp32")))
+
+
+def _model_of(space: str) -> str:
+    from kbagent.kb.embedder import parse_space
+
+    return parse_space(space)[0]
 
 
 def _link_or_copy(src: str, dst: str) -> None:

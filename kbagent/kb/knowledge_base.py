@@ -206,7 +206,9 @@ class KnowledgeBase:
                 f"KB '{self.name}' is corrupted ({what}); {rebuild_hint(self.name, manifest)}"
             ) from e
         n_lex = lexical.num_docs()
-        if n_lex != chunks or len(vectors) != chunks:
+        # a BM25-only generation (kb/bm25_first.py) has no vectors yet, by design
+        pending = bool(manifest.get("vectors_pending"))
+        if n_lex != chunks or (len(vectors) != chunks and not (pending and len(vectors) == 0)):
             raise KbCorruptError(
                 f"KB '{self.name}' is inconsistent ({chunks} chunks, {n_lex} in BM25 index, "
                 f"{len(vectors)} vectors); {rebuild_hint(self.name, manifest)}"
@@ -217,6 +219,7 @@ class KnowledgeBase:
         self.store = store
         self.lexical = lexical
         self.vectors = vectors
+        self.vectors_pending = pending
         self.documents = docs
         self.chunks = chunks
 
@@ -237,6 +240,15 @@ class KnowledgeBase:
     @property
     def embedding_model(self) -> str:
         return str(self.manifest["embedding_model"])
+
+    @property
+    def embedding_space(self) -> str:
+        """Model id plus precision. A KB made before runtime and precision were
+        recorded was embedded by torch in fp32, the same vectors as ONNX fp32."""
+        from kbagent.kb.embedder import vector_space
+
+        return vector_space(self.embedding_model,
+                            str(self.manifest.get("embedding_precision", "fp32")))
 
     def close(self) -> None:
         for store in [*self._retired, self.store]:

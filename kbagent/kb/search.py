@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbagent.errors import BadInputError, KbagentError
-from kbagent.kb.embedder import Embedder, load_embedder
+from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit
 
@@ -29,6 +29,18 @@ class SearchResult:
     mode: str
     hits: list[Hit]
     failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
+    bm25_only_kbs: list[str] = field(default_factory=list)  # vectors still being built
+
+
+def check_same_space(kb_name: str, space: str, embedder: Embedder) -> None:
+    """Refuse to query a KB with vectors of another kind (model or precision)."""
+    model_id, precision = parse_space(space)
+    got = (getattr(embedder, "model_id", model_id), getattr(embedder, "precision", "fp32"))
+    if got != (model_id, precision):
+        raise BadInputError(
+            f"KB '{kb_name}' holds {precision} vectors of {model_id}, the query embedder makes "
+            f"{got[1]} vectors of {got[0]}: use the KB's model and precision "
+            "(settings embedding_model / embedding_precision) or rebuild it with --rebuild")
 
 
 def candidate_depth(k: int) -> int:
@@ -45,14 +57,26 @@ class HybridSearcher:
         embedder_for: Callable[[str], Embedder] | None = None,
     ) -> None:
         self.kbs = kbs
-        self._embedder_for = embedder_for or (lambda model_id: load_embedder(model_id))
+        # called with a KB's vector space (model id, plus "#int8" for int8 vectors)
+        self._embedder_for = embedder_for or self._default_embedder
+
+    def _default_embedder(self, space: str) -> Embedder:
+        settings = self.kbs[0].settings if self.kbs else None
+        return embedder_for_space(space, getattr(settings, "embedding_runtime", "auto"),
+                                  settings)
 
     def embed_query(self, query: str) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for kb in self.kbs:
-            model = kb.embedding_model
-            if model not in out:
-                out[model] = self._embedder_for(model).encode([query])[0]
+            space = kb.embedding_space
+            if space not in out and not getattr(kb, "vectors_pending", False):
+                embedder = self._embedder_for(space)
+                check_same_space(kb.name, space, embedder)
+                if embedder.dim != int(kb.manifest["embedding_dim"]):
+                    raise BadInputError(
+                        f"KB '{kb.name}' holds {kb.manifest['embedding_dim']}-dimensional "
+                        f"vectors, the query embedder makes {embedder.dim}-dimensional ones")
+                out[space] = embedder.encode([query])[0]
         return out
 
     def search(
@@ -76,6 +100,7 @@ class HybridSearcher:
         if mode != "bm25" and query_vectors is None:
             query_vectors = self.embed_query(query)
         failed: dict[str, str] = {}
+        bm25_only: list[str] = []
         # (kb, chunk_id) -> [bm25 rank, bm25 score, vector rank, vector score]
         evidence: dict[tuple[int, int], list] = {}
         for i, kb in enumerate(self.kbs):
@@ -84,8 +109,12 @@ class HybridSearcher:
                 if mode != "vector":
                     for rank, (cid, score) in enumerate(kb.lexical.search(query, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
-                if mode != "bm25":
-                    vec = query_vectors[kb.embedding_model]
+                # vectors still being built (kb/bm25_first.py), or finished since the
+                # query was embedded: this KB answers by BM25 alone this time
+                vec = None if mode == "bm25" else query_vectors.get(kb.embedding_space)
+                if mode != "bm25" and (vec is None or getattr(kb, "vectors_pending", False)):
+                    bm25_only.append(kb.name)
+                elif mode != "bm25":
                     for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth), 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
             except KbagentError as e:
@@ -120,4 +149,4 @@ class HybridSearcher:
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
                 bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
             ))
-        return SearchResult(query, mode, hits, failed)
+        return SearchResult(query, mode, hits, failed, bm25_only)
