@@ -14,7 +14,16 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import fail, handles_errors, settings_from, stderr_console, stdout_console
+from kbagent.cli.common import (
+    AS_HELP,
+    GROUPS_HELP,
+    fail,
+    handles_errors,
+    principal_from,
+    settings_from,
+    stderr_console,
+    stdout_console,
+)
 from kbagent.errors import BadInputError, ExitCode, KbagentError, NotFoundError
 
 LAST_ANSWER = "last_answer.json"
@@ -72,6 +81,9 @@ def ask(
                                                  show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="With --open: open $EDITOR at the "
                                          "cited line instead.")] = False,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
     """Ask a question; a local LLM searches the KBs and answers with cited sources."""
     if as_json and as_jsonl:
@@ -82,12 +94,13 @@ def ask(
     from kbagent.cli.render import EventRenderer
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
+    principal = principal_from(settings, as_user, groups)
     kbs = [] if mode is Mode.direct and not kb else open_kbs(settings, kb)
     config = AgentConfig.from_settings(settings, mode=mode.value, tools=tools.value,
                                        max_steps=max_steps, token_budget=token_budget,
                                        time_limit=time_limit)
     llm = load_llm(settings)
-    agent = Agent(llm, kbs, config)
+    agent = Agent(llm, kbs, config, principal=principal)
     out, err = stdout_console(), stderr_console()
     renderer = EventRenderer(out, err, quiet=quiet)
     result = None
@@ -114,13 +127,14 @@ def ask(
         if threading_main():
             signal.signal(signal.SIGINT, previous)
     assert result is not None
-    save_last_answer(settings, result)
+    save_last_answer(settings, result, principal)
     if as_json:
         typer.echo(json.dumps(result.to_dict(all_references), indent=2, ensure_ascii=False))
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
-        show_reference(settings, {"all_references": result.all_references}, open_ref, editor)
+        show_reference(settings, {"all_references": result.all_references}, open_ref, editor,
+                       principal)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
@@ -133,12 +147,18 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def save_last_answer(settings: Any, result: Any) -> None:
+def last_answer_path(settings: Any, principal: Any) -> Path:
+    """One last-answer file per principal's groups: ``ref`` as someone else never
+    sees what this principal's answer cited."""
+    return settings.home / LAST_ANSWER.replace(".json", f".{principal.key}.json")
+
+
+def save_last_answer(settings: Any, result: Any, principal: Any) -> None:
     from kbagent.kb.knowledge_base import write_atomic
 
     settings.home.mkdir(parents=True, exist_ok=True)
     data = {**result.to_dict(), "all_references": result.all_references}
-    write_atomic(settings.home / LAST_ANSWER, json.dumps(data, ensure_ascii=False))
+    write_atomic(last_answer_path(settings, principal), json.dumps(data, ensure_ascii=False))
 
 
 def _find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
@@ -152,8 +172,10 @@ def _find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
                         + (f" (known: {', '.join(map(str, known))})" if known else ""))
 
 
-def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) -> None:
-    """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there."""
+def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
+                   principal: Any) -> None:
+    """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there
+    (only when ``principal`` may read the document, checked again now)."""
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.kb.views import FileViews
 
@@ -161,6 +183,8 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) 
     kb = KnowledgeBase(settings, ref["kb"])
     source = Path(kb.manifest.get("source", ""))
     on_disk = source / ref["path"]
+    res = FileViews(kb, principal).cat(ref["path"], ref["start_line"], ref["end_line"],
+                                       max_lines=400)
     if editor:
         cmd = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not cmd:
@@ -171,7 +195,6 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) 
         if code:
             raise KbagentError(f"editor exited with status {code}")
         return
-    res = FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"], max_lines=400)
     out = stdout_console()
     from rich.markup import escape
 
@@ -191,10 +214,14 @@ def ref(
                                             show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="Open $EDITOR at the cited line.")] = (
         False),
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
-    """Show the lines behind citation [N] of the last answer."""
+    """Show the lines behind citation [N] of your last answer (same --as/--groups)."""
     settings = settings_from(ctx)
-    path = settings.home / LAST_ANSWER
+    principal = principal_from(settings, as_user, groups)
+    path = last_answer_path(settings, principal)
     if not path.is_file():
         fail("no answer yet; run 'kbagent ask QUESTION' first", ExitCode.NOT_FOUND)
     try:
@@ -206,4 +233,4 @@ def ref(
         if not cited:
             fail("the last answer has no references", ExitCode.NOT_FOUND)
         n = cited[0]
-    show_reference(settings, answer, n, editor)
+    show_reference(settings, answer, n, editor, principal)
