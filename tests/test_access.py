@@ -241,3 +241,16 @@ def test_bm25_filter_is_inside_the_tantivy_query(settings, make_folder, embedder
     got = kb.lexical.search("salary", 3, ANONYMOUS)
     assert len(got) == 3 and not {cid for cid, _ in got} & denied
     assert {cid for cid, _ in kb.lexical.search("executive salary", 3, EXEC)} <= denied
+
+
+def test_a_folder_of_restricted_documents_reads_like_a_missing_folder(settings, make_folder,
+                                                                       embedder):
+    Ingestor(settings, "m", embedder=embedder).run(_mostly_restricted(make_folder))
+    views = FileViews(KnowledgeBase(settings, "m"))
+    with pytest.raises(NotFoundError) as denied:
+        views.ls("exec")
+    with pytest.raises(NotFoundError) as missing:
+        views.ls("nope")
+    assert str(denied.value).replace("exec", "nope") == str(missing.value)
+    assert views.ls() == ["open/"] and views.glob("exec/*") == []
+    assert FileViews(KnowledgeBase(settings, "m"), EXEC).ls() == ["exec/", "open/"]
