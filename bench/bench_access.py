@@ -174,8 +174,14 @@ def probe(kb: KnowledgeBase, n_queries: int, seed: int) -> dict:
         for name, args in calls:
             out, _ = run_tool(tools[name], ctx, validate(name, tools[name].parameters, args))
             tool_calls += 1
-            shown = set(re.findall(r"[ro]/MED-\d+\.md", out.text)) | {
-                s.split(":")[0] for s in out.sources}
+            # paths the output shows: its sources, path lines (glob), and any path in
+            # the text once the caller's own arguments (echoed in "no file 'X'") are cut
+            text = out.text
+            for v in args.values():
+                text = text.replace(str(v), "")
+            shown = ({s.split(":")[0] for s in out.sources}
+                     | {ln.strip() for ln in out.text.splitlines()}
+                     | set(re.findall(r"[ro]/MED-\d+\.md", text)))
             tool_leaks += sum(1 for p in shown if access.get(p))
     return {"queries": n_queries, "per_mode": per_mode, "hits_returned": hits_total,
             "restricted_chunks_returned": leaked, "vector_queries_starved": starved,
@@ -230,8 +236,9 @@ def main() -> None:
         for name in ("most", "few"):
             kb = KnowledgeBase(settings, name)
             r = {"chunks": kb.chunks, "restricted_chunks": len(kb.denied_chunks(ANONYMOUS))}
-            log(f"probe {name}: {n_queries} queries")
-            r["probe"] = probe(kb, n_queries if name == "most" else n_queries // 3, seed=1)
+            n = n_queries if name == "most" else n_queries // 3
+            log(f"probe {name}: {n} queries")
+            r["probe"] = probe(kb, n, seed=1)
             log(f"latency {name} (exact vector search)")
             r["latency_exact"] = latency(kb, queries)
             saved = vectors_module.EXACT_BELOW

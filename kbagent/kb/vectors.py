@@ -77,11 +77,13 @@ class VectorIndex:
             return [(int(k), float(1.0 - d)) for k, d in zip(m.keys, m.distances, strict=True)]
         want = min(limit, n - len(denied)) if len(denied) <= n else limit
         count = min(n, limit + len(denied) if exact else max(4 * limit, 64))
+        banned = np.fromiter(denied, dtype=np.uint64, count=len(denied))
         while True:
             last = count >= n
             m = self.index.search(vector, count, exact=exact or last)
-            out = [(int(k), float(1.0 - d)) for k, d in zip(m.keys, m.distances, strict=True)
-                   if int(k) not in denied]
-            if len(out) >= want or last:
-                return out[:limit]
+            keys = np.asarray(m.keys, dtype=np.uint64)
+            keep = ~np.isin(keys, banned)
+            keys, dists = keys[keep][:limit], np.asarray(m.distances)[keep][:limit]
+            if len(keys) >= want or last:
+                return [(int(k), float(1.0 - d)) for k, d in zip(keys, dists, strict=True)]
             count = min(n, count * 4)
