@@ -44,6 +44,11 @@ MIGRATIONS: dict[int, list[str]] = {
     2: [  # the model that answered, shown in the history list
         "ALTER TABLE entries ADD COLUMN model TEXT NOT NULL DEFAULT ''",
     ],
+    3: [  # whose question it was (Principal.key): each caller sees only their own;
+        # entries older than access control belong to no one and stay hidden
+        "ALTER TABLE entries ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX entries_owner ON entries(owner, asked_at)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -62,10 +67,14 @@ class HistoryEntry:
 
 
 class History:
-    """The history database of one data home."""
+    """The history database of one data home, as one principal sees it: ``owner``
+    is :attr:`kbagent.kb.access.Principal.key`, and every read, write, delete and
+    clear touches only that owner's entries (an answer may quote documents another
+    caller must not see)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, owner: str = "anonymous") -> None:
         self.path = Path(home) / HISTORY_FILE
+        self.owner = owner
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -122,29 +131,32 @@ class History:
         data = {**result.to_dict(), "all_references": result.all_references}
         with self._connect() as conn:
             cur = conn.execute(
-                "INSERT INTO entries(asked_at,question,answer,status,mode,kbs,result,model) "
-                "VALUES(?,?,?,?,?,?,?,?)",
+                "INSERT INTO entries(asked_at,question,answer,status,mode,kbs,result,model,"
+                "owner) VALUES(?,?,?,?,?,?,?,?,?)",
                 (time.time() if asked_at is None else asked_at, result.question, result.answer,
                  result.status, result.mode, json.dumps(result.kbs),
-                 json.dumps(data, ensure_ascii=False), model))
+                 json.dumps(data, ensure_ascii=False), model, self.owner))
             return int(cur.lastrowid)
 
     def delete(self, entry_id: int) -> None:
         with self._connect() as conn:
-            if conn.execute("DELETE FROM entries WHERE id=?", (entry_id,)).rowcount == 0:
+            if conn.execute("DELETE FROM entries WHERE id=? AND owner=?",
+                            (entry_id, self.owner)).rowcount == 0:
                 raise NotFoundError(f"no history entry {entry_id}")
 
     def clear(self) -> int:
         with self._connect() as conn:
-            return int(conn.execute("DELETE FROM entries").rowcount)
+            return int(conn.execute("DELETE FROM entries WHERE owner=?",
+                                    (self.owner,)).rowcount)
 
     # --- reads ----------------------------------------------------------------
     def list(self, search: str = "", limit: int = 200) -> list[HistoryEntry]:
         """Newest first; ``search`` matches question or answer (case-insensitive)."""
-        sql = ("SELECT id,asked_at,question,answer,status,mode,kbs,model FROM entries")
-        args: list[Any] = []
+        sql = ("SELECT id,asked_at,question,answer,status,mode,kbs,model FROM entries "
+               "WHERE owner=?")
+        args: list[Any] = [self.owner]
         if search.strip():
-            sql += " WHERE question LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\'"
+            sql += " AND (question LIKE ? ESCAPE '\\' OR answer LIKE ? ESCAPE '\\')"
             pat = "%" + search.strip().replace("\\", "\\\\").replace("%", "\\%") \
                 .replace("_", "\\_") + "%"
             args += [pat, pat]
@@ -157,7 +169,8 @@ class History:
     def get(self, entry_id: int) -> HistoryEntry:
         with self._connect() as conn:
             r = conn.execute("SELECT id,asked_at,question,answer,status,mode,kbs,model,result "
-                             "FROM entries WHERE id=?", (entry_id,)).fetchone()
+                             "FROM entries WHERE id=? AND owner=?",
+                             (entry_id, self.owner)).fetchone()
         if r is None:
             raise NotFoundError(f"no history entry {entry_id}")
         return HistoryEntry(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7],

@@ -24,6 +24,7 @@ from typing import Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
+from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.settings import Settings
 
 LAST_ANSWER = "last_answer.json"
@@ -69,17 +70,23 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
 
 
 # ------------------------------------------------------------ last answer
-def save_last_answer(settings: Settings, result: Any) -> None:
+def last_answer_path(settings: Settings, principal: Principal = ANONYMOUS) -> Path:
+    """One last-answer file per principal's groups: ``ref`` as someone else never
+    sees what this principal's answer cited."""
+    return settings.home / LAST_ANSWER.replace(".json", f".{principal.key}.json")
+
+
+def save_last_answer(settings: Settings, result: Any, principal: Principal = ANONYMOUS) -> None:
     """Keep the last answer (with every reference seen) for ``kbagent ref``."""
     from kbagent.kb.knowledge_base import write_atomic
 
     settings.home.mkdir(parents=True, exist_ok=True)
     data = {**result.to_dict(), "all_references": result.all_references}
-    write_atomic(settings.home / LAST_ANSWER, json.dumps(data, ensure_ascii=False))
+    write_atomic(last_answer_path(settings, principal), json.dumps(data, ensure_ascii=False))
 
 
-def load_last_answer(settings: Settings) -> dict[str, Any]:
-    path = settings.home / LAST_ANSWER
+def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+    path = last_answer_path(settings, principal)
     if not path.is_file():
         raise NotFoundError("no answer yet; run 'kbagent ask QUESTION' first")
     try:
@@ -113,14 +120,16 @@ class ReferenceView:
     lines: list[Any]  # kbagent.kb.models.Line
 
 
-def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
-                   ) -> ReferenceView:
+def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400,
+                   principal: Principal = ANONYMOUS) -> ReferenceView:
+    """The cited lines, read again now, only if ``principal`` may read them (a denied
+    document reads as a missing one)."""
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.kb.views import FileViews
 
     kb = KnowledgeBase(settings, ref["kb"])
     try:
-        res = FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"],
+        res = FileViews(kb, principal).cat(ref["path"], ref["start_line"], ref["end_line"],
                                 max_lines=max_lines)
         on_disk = Path(kb.manifest.get("source", "")) / ref["path"]
     finally:
@@ -155,12 +164,13 @@ class Session:
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
                  mode: str = "auto", tools: str = "knowledge", max_steps: int | None = None,
                  token_budget: int | None = None, time_limit: float | None = None,
-                 llm: Any = None) -> None:
+                 llm: Any = None, principal: Principal = ANONYMOUS) -> None:
         if mode not in MODES:
             raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
         if tools not in TOOL_SETS:
             raise BadInputError(f"unknown tool set {tools!r} (knowledge or full)")
         self.settings = settings
+        self.principal = principal  # who is asking: every search, tool and answer obeys it
         self.kb_names = list(kb_names or [])
         self.mode, self.tools = mode, tools
         self.max_steps, self.token_budget, self.time_limit = max_steps, token_budget, time_limit
@@ -202,7 +212,7 @@ class Session:
         ``result.failed_kbs`` together with the ones that did not open."""
         if not self.kbs:
             raise NotFoundError("no knowledge base is open; ingest a folder first")
-        result = self.searcher.search(query, k=k, mode=mode)
+        result = self.searcher.search(query, k=k, mode=mode, principal=self.principal)
         result.failed_kbs = {**self.failed_kbs, **result.failed_kbs}
         return result
 
@@ -247,7 +257,7 @@ class Session:
                                            token_budget=self.token_budget,
                                            time_limit=self.time_limit)
         return Agent(llm or self.load_llm(), self.kbs, config,
-                     searcher=self.searcher if self.kbs else None)
+                     searcher=self.searcher if self.kbs else None, principal=self.principal)
 
     # --- runs and cancel ----------------------------------------------------
     def prepare_run(self) -> CancelToken:
@@ -293,7 +303,7 @@ class Session:
             writer.close()
 
     def save_last_answer(self, result: Any) -> None:
-        save_last_answer(self.settings, result)
+        save_last_answer(self.settings, result, self.principal)
 
     def close(self) -> None:
         for kb in self.kbs:
@@ -312,16 +322,22 @@ def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:
             + (f", answered: \"{prev_a}\"" if prev_a else "") + ")")
 
 
-def example_questions(kbs: list[Any]) -> list[tuple[str, str]]:
-    """Four example tasks built from the open KBs' document titles and headings:
-    (kind, question) for a lookup, a problem analysis, a topic summary and a
-    comparison. Deterministic (documents in path order)."""
+def example_questions(kbs: list[Any], principal: Principal = ANONYMOUS
+                      ) -> list[tuple[str, str]]:
+    """Four example tasks built from the titles and headings of the documents
+    ``principal`` may read: (kind, question) for a lookup, a problem analysis, a
+    topic summary and a comparison. Deterministic (documents in path order)."""
+    from kbagent.kb.access import may_read
+
     docs: list[tuple[str, str]] = []  # (title, first heading)
     for kb in kbs:
         rows = kb.store.conn.execute(
             "SELECT d.title, d.path, (SELECT c.heading FROM chunks c WHERE c.doc_id = d.id "
-            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1) FROM documents d ORDER BY d.path")
-        for title, path, heading in rows:
+            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access FROM documents d "
+            "ORDER BY d.path")
+        for title, path, heading, access in rows:
+            if not may_read(principal, json.loads(access)):
+                continue
             name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
             last = (heading or "").split(" > ")[-1].strip()
             docs.append((name, re.sub(r"^\d+[.)]\s*", "", last)))  # "1. Q3" -> "Q3"

@@ -63,11 +63,17 @@ class Settings:
     time_limit: float = 180.0  # seconds of wall time per question
     # TUI: remapped keys, "binding.id=keys;..." (ids in the README's TUI section)
     tui_keymap: str = ""
+    # Access control
+    users_file: str = ""  # user -> groups (TOML); default: $KBAGENT_HOME/users.toml
 
     @property
     def config_path(self) -> Path:
         env = os.environ.get(ENV_PREFIX + "CONFIG")
         return Path(env).expanduser() if env else self.home / "config.toml"
+
+    @property
+    def users_path(self) -> Path:
+        return Path(self.users_file).expanduser() if self.users_file else self.home / "users.toml"
 
     @property
     def kbs_dir(self) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbagent.errors import BadInputError
+from kbagent.kb.access import Principal
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import RRF_K, HybridSearcher
@@ -83,10 +84,11 @@ def test_acl_filter_hides_restricted_documents(settings, make_folder, embedder):
         "pto.md": "# PTO\n\nBonus days off for long service.\n",
     }))
     kb = KnowledgeBase(settings, "acl")
-    everyone = HybridSearcher([kb]).search("bonus", k=5, allowed=lambda acl: not acl).hits
+    everyone = HybridSearcher([kb]).search("bonus", k=5).hits
     assert [h.path for h in everyone] == ["pto.md"]
-    execs = HybridSearcher([kb]).search("bonus", k=5).hits
-    assert {h.path for h in execs} == {"pay.md", "pto.md"}
+    execs = HybridSearcher([kb]).search("bonus", k=5,
+                                        principal=Principal("maya", frozenset({"executives"})))
+    assert {h.path for h in execs.hits} == {"pay.md", "pto.md"}
 
 
 def test_searcher_sees_a_new_generation_after_reingest(settings, make_folder, embedder):

@@ -47,6 +47,7 @@ from kbagent.agent.schema import ArgumentError, example_args, validate
 from kbagent.agent.state import AgentConfig, RunState
 from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
 from kbagent.errors import BackendError, BadInputError
+from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 
@@ -61,7 +62,8 @@ class Agent:
     """Answer questions over a fixed set of KBs with one LLM backend."""
 
     def __init__(self, llm: LLM, kbs: list[KnowledgeBase], config: AgentConfig | None = None,
-                 *, searcher: HybridSearcher | None = None, allowed: Any = None) -> None:
+                 *, searcher: HybridSearcher | None = None,
+                 principal: Principal = ANONYMOUS) -> None:
         self.llm = llm
         self.kbs = {kb.name: kb for kb in kbs}
         self.config = config or AgentConfig()
@@ -74,7 +76,7 @@ class Agent:
         if self.config.tools not in ("knowledge", "full"):
             raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
         self.searcher = searcher or HybridSearcher(kbs)
-        self.allowed = allowed
+        self.principal = principal  # fixed for this agent: no text can change it
         self._cancel = CancelToken()
 
     def cancel(self) -> None:
@@ -104,7 +106,7 @@ class Agent:
         if mode != "direct" and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
-                          allowed=self.allowed)
+                          principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
         now = time.perf_counter()
         s = RunState(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),

@@ -18,6 +18,7 @@ from typing import Any
 from kbagent.agent.calculator import CalcError, calculate, format_number
 from kbagent.agent.citations import CitationLedger, clean_text
 from kbagent.errors import KbagentError
+from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from kbagent.kb.views import FileViews
@@ -40,12 +41,13 @@ class ToolContext:
     kbs: dict[str, KnowledgeBase]
     searcher: HybridSearcher
     ledger: CitationLedger
-    allowed: Callable[[list[str]], bool] | None = None  # ACL filter on documents
+    # who is asking: set by the harness, never by a tool argument or a document
+    principal: Principal = ANONYMOUS
     plan: list[str] = field(default_factory=list)
     max_chars: int = OBSERVATION_CHARS
 
     def views(self, kb: str) -> FileViews:
-        return FileViews(self.kbs[kb])
+        return FileViews(self.kbs[kb], self.principal)
 
     def pick_kbs(self, args: dict[str, Any]) -> list[str]:
         names = [n for n in ([args["kb"]] if args.get("kb") else []) + list(args.get("kbs") or [])]
@@ -103,7 +105,8 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
     names = ctx.pick_kbs(args)
     searcher = ctx.searcher if len(names) == len(ctx.kbs) else HybridSearcher(
         [ctx.kbs[n] for n in names])
-    result = searcher.search(args["query"], k=args["top_k"], mode=mode, allowed=ctx.allowed)
+    result = searcher.search(args["query"], k=args["top_k"], mode=mode,
+                             principal=ctx.principal)
     failed = "".join(f"\nKB '{kb}' failed: {why}" for kb, why in result.failed_kbs.items())
     if not result.hits:
         return ToolOutput(f'No results for "{args["query"]}". Try other words, kb_grep for an '
@@ -139,8 +142,10 @@ def _kb_semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
 
 def _list_kbs(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    lines = [f"{name}: {kb.documents} documents, {kb.chunks} chunks"
-             for name, kb in ctx.kbs.items()]
+    lines = []
+    for name, kb in ctx.kbs.items():
+        docs, chunks = kb.store.visible_counts(ctx.principal)
+        lines.append(f"{name}: {docs} documents, {chunks} chunks")
     return ToolOutput("Knowledge bases:\n" + "\n".join(lines), f"{len(ctx.kbs)} KBs")
 
 

@@ -12,10 +12,17 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import fail, handles_errors, settings_from, stderr_console, stdout_console
+from kbagent.cli.common import (
+    AS_HELP,
+    GROUPS_HELP,
+    fail,
+    handles_errors,
+    principal_from,
+    settings_from,
+    stderr_console,
+    stdout_console,
+)
 from kbagent.errors import BadInputError, ExitCode, KbagentError
-
-LAST_ANSWER = "last_answer.json"
 
 
 class Mode(StrEnum):
@@ -73,6 +80,9 @@ def ask(
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="Write a trace of this run (prompts, raw output, events) into this "
         "folder; see kbagent replay.", show_default=False)] = None,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
     """Ask a question; a local LLM searches the KBs and answers with cited sources."""
     if as_json and as_jsonl:
@@ -81,8 +91,9 @@ def ask(
     from kbagent.session import Session, save_last_answer
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
+    principal = principal_from(settings, as_user, groups)
     session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
-                      token_budget=token_budget, time_limit=time_limit)
+                      token_budget=token_budget, time_limit=time_limit, principal=principal)
     if not (mode is Mode.direct and not kb):
         opened = session.open_kbs()
         for name, reason in opened.failed.items():
@@ -122,7 +133,7 @@ def ask(
         if threading_main():
             signal.signal(signal.SIGINT, previous)
     assert result is not None
-    save_last_answer(settings, result)
+    save_last_answer(settings, result, principal)
     if trace_to is not None:
         err.print(f"[dim]trace: {trace_to}[/]")
     if as_json:
@@ -130,7 +141,8 @@ def ask(
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
-        show_reference(settings, {"all_references": result.all_references}, open_ref, editor)
+        show_reference(settings, {"all_references": result.all_references}, open_ref, editor,
+                       principal)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
@@ -143,13 +155,15 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool) -> None:
+def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
+                   principal: Any) -> None:
     """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there
-    (finding and reading it is :mod:`kbagent.session`'s job)."""
+    (finding and reading it is :mod:`kbagent.session`'s job; ``principal`` must be
+    allowed to read the document, checked again now)."""
     from kbagent.session import editor_command, find_reference, reference_view
 
     ref = find_reference(answer, n)
-    view = reference_view(settings, ref)
+    view = reference_view(settings, ref, principal=principal)
     if editor:
         code = subprocess.call(editor_command(view.on_disk, view.start_line))
         if code:
@@ -174,15 +188,19 @@ def ref(
                                             show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="Open $EDITOR at the cited line.")] = (
         False),
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
-    """Show the lines behind citation [N] of the last answer."""
+    """Show the lines behind citation [N] of your last answer (same --as/--groups)."""
     from kbagent.session import load_last_answer
 
     settings = settings_from(ctx)
-    answer = load_last_answer(settings)
+    principal = principal_from(settings, as_user, groups)
+    answer = load_last_answer(settings, principal)
     if n is None:
         cited = [c["n"] for d in answer.get("references", []) for c in d["chunks"]]
         if not cited:
             fail("the last answer has no references", ExitCode.NOT_FOUND)
         n = cited[0]
-    show_reference(settings, answer, n, editor)
+    show_reference(settings, answer, n, editor, principal)

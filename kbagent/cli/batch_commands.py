@@ -14,7 +14,16 @@ import typer
 
 from kbagent.cli import app
 from kbagent.cli.ask_commands import Mode, ToolSet, threading_main
-from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console, warn
+from kbagent.cli.common import (
+    AS_HELP,
+    GROUPS_HELP,
+    handles_errors,
+    principal_from,
+    settings_from,
+    stderr_console,
+    stdout_console,
+    warn,
+)
 from kbagent.errors import BadInputError, ExitCode, Interrupted, KbagentError
 
 
@@ -23,8 +32,12 @@ class AgentFactory:
     sharing one LLM: the model loads once and each set of KBs opens once."""
 
     def __init__(self, settings: Any, kb: list[str] | None, mode: str, tools: str,
-                 limits: dict[str, Any], trace_dir: Path | None) -> None:
+                 limits: dict[str, Any], trace_dir: Path | None, principal: Any = None) -> None:
+        from kbagent.kb.access import ANONYMOUS
+
         self.settings, self.kb, self.mode, self.tools = settings, kb, mode, tools
+        # one principal for the whole run: a question line cannot change it
+        self.principal = principal or ANONYMOUS
         self.limits, self.trace_dir = limits, trace_dir
         self._sessions: dict[tuple[Any, ...], Any] = {}
         self._llm: Any = None
@@ -37,7 +50,7 @@ class AgentFactory:
         with self._lock:
             if key not in self._sessions:
                 session = Session(self.settings, names, mode=mode, tools=tools,
-                                  llm=self._llm, **self.limits)
+                                  llm=self._llm, principal=self.principal, **self.limits)
                 session.open_kbs(required=mode != "direct" or bool(names))
                 self._llm = session.load_llm()
                 self._sessions[key] = session
@@ -103,6 +116,9 @@ def batch(
         show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = (
         False),
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
     """Answer many questions; one JSON line per question (the `ask --json` shape plus
     `id` and `error`), written as each finishes. Resumable with -o."""
@@ -115,7 +131,8 @@ def batch(
         workers = 1
     skip = answered_ids(output) if output is not None else set()
     limits = {"max_steps": max_steps, "token_budget": token_budget, "time_limit": time_limit}
-    factory = AgentFactory(settings, kb, mode.value, tools.value, limits, trace)
+    factory = AgentFactory(settings, kb, mode.value, tools.value, limits, trace,
+                           principal_from(settings, as_user, groups))
     err = stderr_console()
     out_file = open(output, "a", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     progress = None if quiet or not err.is_terminal else _progress(err)

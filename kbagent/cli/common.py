@@ -58,3 +58,14 @@ def warn(message: str) -> None:
     from rich.markup import escape
 
     stderr_console().print(f"[yellow]warning:[/] {escape(message)}")
+
+
+AS_HELP = "Act as USER from the users file (default $KBAGENT_HOME/users.toml)."
+GROUPS_HELP = "Act as a member of these groups (comma-separated), e.g. hr,executives."
+
+
+def principal_from(settings: Any, as_user: str | None, groups: str | None) -> Any:
+    """``--as USER`` / ``--groups a,b`` -> a Principal; neither: anonymous (public documents)."""
+    from kbagent.kb.access import resolve_principal
+
+    return resolve_principal(settings.users_path, as_user, groups)

@@ -12,7 +12,16 @@ from typing import Annotated, Any, ClassVar
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console, warn
+from kbagent.cli.common import (
+    AS_HELP,
+    GROUPS_HELP,
+    handles_errors,
+    principal_from,
+    settings_from,
+    stderr_console,
+    stdout_console,
+    warn,
+)
 from kbagent.errors import KbagentError
 
 
@@ -172,12 +181,16 @@ def search(
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
     from kbagent.kb.embedder import embedder_for_space
     from kbagent.kb.search import HybridSearcher
 
     settings = settings_from(ctx, embed_url=embed_url)
+    principal = principal_from(settings, as_user, groups)
     kbs = open_kbs(settings, kb)
     load_s = 0.0
 
@@ -189,7 +202,8 @@ def search(
         return embedder
 
     started = time.perf_counter()
-    result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value)
+    result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value,
+                                                                        principal=principal)
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
@@ -245,19 +259,26 @@ def _size(n: int) -> str:
 def kbs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
-    """List KBs: name, source folder, documents, chunks, model, size, last ingest."""
+    """List KBs: name, source folder, documents, chunks, model, size, last ingest
+    (documents and chunks: those the caller may read)."""
     if ctx.invoked_subcommand is not None:
         return
     from kbagent.kb.knowledge_base import list_kbs
 
-    infos = list_kbs(settings_from(ctx))
+    settings = settings_from(ctx)
+    principal = principal_from(settings, as_user, groups)
+    infos = [visible_info(settings, i, principal) for i in list_kbs(settings)]
     if as_json:
         typer.echo(json.dumps([i.to_dict() for i in infos], indent=2))
         return
     if not infos:
         stderr_console().print("no knowledge bases yet; run 'kbagent ingest PATH'")
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
@@ -265,8 +286,9 @@ def kbs(
         table.add_column(col, justify="right" if col in ("docs", "chunks", "size") else "left")
     for i in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at)) if i.updated_at else ""
-        table.add_row(i.name, i.source or f"[red]{i.error}[/]", str(i.documents), str(i.chunks),
-                      i.embedding_model, _size(i.size_bytes), when)
+        source = f"[red]{escape(i.error)}[/]" if i.error else i.source
+        table.add_row(i.name, source, str(i.documents), str(i.chunks), i.embedding_model,
+                      _size(i.size_bytes), when)
     stdout_console().print(table)
 
 
@@ -291,6 +313,25 @@ def kbs_rm(
             raise KbagentError("not removed")
     remove_kb(settings, name)
     stdout_console().print(f"removed KB '{name}'")
+
+
+def visible_info(settings: Any, info: Any, principal: Any) -> Any:
+    """``info`` with the document and chunk counts ``principal`` may read."""
+    if info.error:
+        return info
+    from kbagent.kb.knowledge_base import KnowledgeBase
+
+    try:
+        kb = KnowledgeBase(settings, info.name)
+    except KbagentError as e:
+        info.documents = info.chunks = 0
+        info.error = str(e)
+        return info
+    try:
+        info.documents, info.chunks = kb.store.visible_counts(principal)
+    finally:
+        kb.close()
+    return info
 
 
 def _stdin_has_data() -> bool:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import handles_errors, settings_from
+from kbagent.cli.common import AS_HELP, GROUPS_HELP, handles_errors, principal_from, settings_from
 from kbagent.errors import BadInputError
 
 
@@ -23,6 +23,9 @@ def tui(
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server "
                                                 "(key from $KBAGENT_LLM_API_KEY).",
                                                 show_default=False)] = None,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
+                                               show_default=False)] = None,
 ) -> None:
     """Open the interactive explorer: ask, search, browse, history."""
     if model and llm_url:
@@ -30,4 +33,4 @@ def tui(
     from kbagent.tui.app import KbApp
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url)
-    KbApp(settings, kb).run()
+    KbApp(settings, kb, principal=principal_from(settings, as_user, groups)).run()

@@ -53,7 +53,9 @@ def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pendin
             doc_id = store.add_document(p.doc, p.content_hash, p.size)
             ids = store.add_chunks(doc_id, p.chunks, p.hashes)
             for cid, ch in zip(ids, p.chunks, strict=True):
-                lexical.add(cid, doc_id, ch.index_text(p.doc.title))
+                # the document's effective groups, as in a full generation: the
+                # BM25-only one must not open restricted text to everyone
+                lexical.add(cid, doc_id, ch.index_text(p.doc.title), p.doc.access)
         docs, chunks = store.count()
         store.commit()
         store.close()
@@ -61,7 +63,8 @@ def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pendin
         VectorIndex(gen_dir / "vectors.usearch", dim, create=True, view=False).save()
         manifest = new_manifest(ingestor.name, str(source), model_id, dim, ingestor.settings)
         manifest.update(ingestor._runtime_fields(None))
-        manifest.update(documents=docs, chunks=chunks, generation=gen, vectors=0)
+        manifest.update(documents=docs, chunks=chunks, generation=gen, vectors=0,
+                        kbaccess=ingestor._rules.text)
         manifest[PENDING_KEY] = True
         write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
         fsync_dir(gen_dir)

@@ -200,6 +200,7 @@ def extract(path: str, data: bytes) -> ExtractedDoc:
         lines,
         title=title or (PurePosixPath(path).name if fmt == "code" else stem),
         access=_access(meta.get("access")),
+        access_declared="access" in meta,
         body_start=body,
         language=language,
     )

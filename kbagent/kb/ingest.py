@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
 from kbagent.kb.bm25_first import is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.embedder import (
@@ -35,6 +36,7 @@ from kbagent.kb.embedder import (
 from kbagent.kb.extract import ExtractError, Skip, extract
 from kbagent.kb.knowledge_base import (
     CHUNKER_VERSION,
+    SCHEMA_VERSION,
     current_generation,
     fsync_dir,
     kb_dir,
@@ -122,6 +124,7 @@ class Ingestor:
         self.name = validate_name(name)
         self.dir = kb_dir(settings, name)
         self._embedder = embedder
+        self._rules = self._old_rules = AccessRules()  # this run's and the base's .kbaccess
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
@@ -164,6 +167,8 @@ class Ingestor:
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
         model_id = self._planned_space()
         base_docs = {}
+        self._rules = load_access_rules(source)  # a malformed .kbaccess stops here
+        self._old_rules = self._rules
         base_pending = False
         if base_gen and not rebuild:
             base_manifest = self._base_manifest(base_gen)
@@ -175,6 +180,7 @@ class Ingestor:
                 store = self._open_base_store(base_gen, base_manifest)
                 base_docs = store.documents()
                 store.close()
+                self._old_rules = parse_access_rules(base_manifest.get("kbaccess", ""))
 
         pending, keep_paths = self._scan(source, report, base_docs, model_id)
         removed = [p for p in base_docs if p not in keep_paths]
@@ -220,6 +226,11 @@ class Ingestor:
             ) from e
 
     def _check_compatible(self, manifest: dict, model_id: str) -> None:
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            raise BadInputError(
+                f"KB '{self.name}' has index schema v{manifest.get('schema_version')}, now "
+                f"v{SCHEMA_VERSION} (access groups in the index); add --rebuild to update it "
+                "(embeddings are reused)")
         chunker = manifest.get("chunker", {})
         want = {"version": CHUNKER_VERSION, "max_tokens": self.settings.chunk_tokens,
                 "overlap": self.settings.chunk_overlap}
@@ -273,19 +284,27 @@ class Ingestor:
                 continue
             digest = hashlib.sha256(data).hexdigest()
             old = base_docs.get(sf.path)
-            if old is not None and old.content_hash == digest:
+            rule_changed = (self._rules.text != self._old_rules.text and
+                            self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
+            if old is not None and old.content_hash == digest and not rule_changed:
                 report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
                 keep.add(sf.path)
                 continue
             status = "updated" if old is not None else "added"
             try:
                 doc = extract(sf.path, data)
+                doc.access = effective_groups(doc.access if doc.access_declared else None,
+                                              self._rules, sf.path)
             except Skip as e:
                 report.files.append(FileReport(sf.path, "skipped", str(e)))
                 continue
             except (ExtractError, RecursionError) as e:
                 report.files.append(FileReport(sf.path, "failed", str(e)))
                 keep.add(sf.path)
+                continue
+            if old is not None and old.content_hash == digest and doc.access == old.access:
+                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                keep.add(sf.path)  # a .kbaccess change that front-matter overrides
                 continue
             chunks = chunk_document(doc, self.settings.chunk_tokens, self.settings.chunk_overlap)
             if not chunks:
@@ -296,6 +315,8 @@ class Ingestor:
                 for c in chunks
             ]
             fr = FileReport(sf.path, status, chunks=len(chunks))
+            if old is not None and old.content_hash == digest:
+                fr.reason = "access changed (.kbaccess)"
             report.files.append(fr)
             pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
             keep.add(sf.path)
@@ -356,7 +377,7 @@ class Ingestor:
                 doc_id = store.add_document(p.doc, p.content_hash, p.size)
                 ids = store.add_chunks(doc_id, p.chunks, p.hashes)
                 for cid, ch in zip(ids, p.chunks, strict=True):
-                    lexical.add(cid, doc_id, ch.index_text(p.doc.title))
+                    lexical.add(cid, doc_id, ch.index_text(p.doc.title), p.doc.access)
                 keys += ids
                 rows += [vectors_by_hash[h] for h in p.hashes]
                 if len(keys) >= VECTOR_GROUP:
@@ -383,7 +404,8 @@ class Ingestor:
             manifest.update(self._runtime_fields(base_manifest))
             if incremental:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
-            manifest.update(documents=docs, chunks=chunks, generation=gen)
+            manifest.update(documents=docs, chunks=chunks, generation=gen,
+                            kbaccess=self._rules.text)
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
             fsync_dir(gen_dir)
             self._checkpoint("manifest-written")

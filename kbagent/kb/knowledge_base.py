@@ -32,12 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.access import Principal
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
 from kbagent.kb.vectors import VectorIndex
 from kbagent.settings import Settings
 
-SCHEMA_VERSION = 1
+# 2: the BM25 index carries each chunk's access groups (issue 10). A v1 KB is
+# refused with the rebuild hint (its index cannot filter; --rebuild reuses its vectors).
+SCHEMA_VERSION = 2
 CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -222,6 +225,7 @@ class KnowledgeBase:
         self.vectors_pending = pending
         self.documents = docs
         self.chunks = chunks
+        self._denied: dict[frozenset[str], frozenset[int]] = {}
 
     def refresh(self) -> bool:
         """Reopen if an ingest published a new generation; return True if it did.
@@ -236,6 +240,12 @@ class KnowledgeBase:
             self._retired.append(self.store)
             self._open()
         return True
+
+    def denied_chunks(self, principal: Principal) -> frozenset[int]:
+        """Chunk ids ``principal`` may not read in this generation (cached per groups)."""
+        if principal.groups not in self._denied:
+            self._denied[principal.groups] = self.store.denied_chunk_ids(principal)
+        return self._denied[principal.groups]
 
     @property
     def embedding_model(self) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, index_tokens
+
 ANALYZER = "kb_en"
 
 
@@ -36,6 +38,8 @@ def _schema() -> Any:
     sb.add_unsigned_field("chunk_id", stored=True, indexed=True, fast=True)
     sb.add_unsigned_field("doc_id", indexed=True, fast=True)
     sb.add_text_field("body", stored=False, tokenizer_name=ANALYZER)
+    # access tokens (kbagent.kb.access.index_tokens), filtered on inside every query
+    sb.add_text_field("groups", stored=False, tokenizer_name="raw")
     return sb.build()
 
 
@@ -66,11 +70,13 @@ class LexicalIndex:
             self._writer = self.index.writer(heap_size=64_000_000, num_threads=1)
         return self._writer
 
-    def add(self, chunk_id: int, doc_id: int, body: str) -> None:
+    def add(self, chunk_id: int, doc_id: int, body: str, groups: list[str] | None = None) -> None:
         doc = self._t.Document()
         doc.add_unsigned("chunk_id", chunk_id)
         doc.add_unsigned("doc_id", doc_id)
         doc.add_text("body", body)
+        for token in index_tokens(groups or []):
+            doc.add_text("groups", token)
         self.writer.add_document(doc)
 
     def delete_docs(self, doc_ids: list[int]) -> None:
@@ -102,8 +108,11 @@ class LexicalIndex:
     def terms(self, text: str) -> list[str]:
         return list(dict.fromkeys(self.analyzer.analyze(text)))
 
-    def search(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """Return (chunk_id, bm25 score) best first; [] when no query term survives analysis."""
+    def search(self, query: str, limit: int,
+               principal: Principal | None = ANONYMOUS) -> list[tuple[int, float]]:
+        """Return (chunk_id, bm25 score) best first; [] when no query term survives analysis.
+        Only chunks ``principal`` may read match: the filter is a Must clause of the
+        tantivy query itself (``None``: no filter, for benchmarks and maintenance)."""
         terms = self.terms(query)
         if not terms or limit <= 0:
             return []
@@ -111,6 +120,10 @@ class LexicalIndex:
         q = t.Query.boolean_query(
             [(t.Occur.Should, t.Query.term_query(self.schema, "body", term)) for term in terms]
         )
+        if principal is not None:
+            allowed = t.Query.const_score_query(
+                t.Query.term_set_query(self.schema, "groups", allowed_tokens(principal)), 0.0)
+            q = t.Query.boolean_query([(t.Occur.Must, q), (t.Occur.Must, allowed)])
         searcher = self.index.searcher()
         hits = searcher.search(q, limit, count=False).hits
         if not hits:

@@ -44,6 +44,7 @@ class ExtractedDoc:
     lines: list[Line]
     title: str = ""
     access: list[str] = field(default_factory=list)  # ACL from front-matter; [] = everyone
+    access_declared: bool = False  # front-matter has an ``access`` key (it then wins)
     body_start: int = 0  # index into ``lines`` where the body starts (after front-matter)
     language: str = ""  # for code: python, go, ...
     sections: list[tuple[int, str]] = field(default_factory=list)  # explicit (line index, heading)

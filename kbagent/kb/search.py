@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kbagent.errors import BadInputError, KbagentError
+from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit
@@ -85,10 +86,12 @@ class HybridSearcher:
         k: int = 10,
         mode: str = "hybrid",
         query_vectors: dict[str, np.ndarray] | None = None,
-        allowed: Callable[[list[str]], bool] | None = None,
+        principal: Principal | None = ANONYMOUS,
     ) -> SearchResult:
-        """Top ``k`` chunks for ``query``. ``query_vectors`` (model id -> vector) skips
-        query embedding; ``allowed`` filters by a document's ACL."""
+        """Top ``k`` chunks ``principal`` may read for ``query``. ``query_vectors``
+        (model id -> vector) skips query embedding. Both retrievers filter inside their
+        index query, so restricted chunks never crowd out allowed ones; ``None`` turns
+        the filter off (benchmarks and maintenance only, never a caller)."""
         if mode not in MODES:
             raise BadInputError(f"unknown search mode {mode!r} (choose from {', '.join(MODES)})")
         query = query.strip()
@@ -107,7 +110,8 @@ class HybridSearcher:
             try:
                 kb.refresh()
                 if mode != "vector":
-                    for rank, (cid, score) in enumerate(kb.lexical.search(query, depth), 1):
+                    found = kb.lexical.search(query, depth, principal)
+                    for rank, (cid, score) in enumerate(found, 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
                 # vectors still being built (kb/bm25_first.py), or finished since the
                 # query was embedded: this KB answers by BM25 alone this time
@@ -115,7 +119,9 @@ class HybridSearcher:
                 if mode != "bm25" and (vec is None or getattr(kb, "vectors_pending", False)):
                     bm25_only.append(kb.name)
                 elif mode != "bm25":
-                    for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth), 1):
+                    denied = kb.denied_chunks(principal) if principal is not None else None
+                    for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth, denied),
+                                                        1):
                         evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
             except KbagentError as e:
                 failed[kb.name] = str(e)
@@ -133,7 +139,7 @@ class HybridSearcher:
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
         rows_by_kb: dict[int, dict] = {}
-        # fetch rows lazily, keep going past rows an ACL filter rejects
+        # fetch rows lazily; the ACL check here is a second line of defence (same rule)
         for score, (i, cid) in scored:
             if len(hits) >= k:
                 break
@@ -141,7 +147,7 @@ class HybridSearcher:
                 ids = [c for _, (j, c) in scored if j == i][: depth * 2]
                 rows_by_kb[i] = self.kbs[i].store.chunks(ids)
             row = rows_by_kb[i].get(cid)
-            if row is None or (allowed is not None and not allowed(row.access)):
+            if row is None or (principal is not None and not may_read(principal, row.access)):
                 continue
             br, bs, vr, vs = evidence[(i, cid)]
             hits.append(Hit(

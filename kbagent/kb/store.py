@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbagent.kb.access import Principal, may_read
 from kbagent.kb.models import Chunk, ExtractedDoc, Line
 
 SCHEMA = """
@@ -201,3 +202,31 @@ class Store:
 
     def paths(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT path FROM documents ORDER BY path")]
+
+    # --- access (kbagent.kb.access.may_read decides) ------------------------
+    def access_by_path(self) -> dict[str, list[str]]:
+        """Every document's path and groups, sorted by path."""
+        return {r[0]: json.loads(r[1]) for r in self.conn.execute(
+            "SELECT path, access FROM documents ORDER BY path")}
+
+    def denied_chunk_ids(self, principal: Principal) -> frozenset[int]:
+        """Chunks of the documents ``principal`` may not read."""
+        denied_docs = [r[0] for r in self.conn.execute(
+            "SELECT id, access FROM documents WHERE access != '[]'")
+            if not may_read(principal, json.loads(r[1]))]
+        out: set[int] = set()
+        for i in range(0, len(denied_docs), 500):
+            part = denied_docs[i : i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(r[0] for r in self.conn.execute(
+                f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part))
+        return frozenset(out)
+
+    def visible_counts(self, principal: Principal) -> tuple[int, int]:
+        """(documents, chunks) that ``principal`` may read."""
+        docs = chunks = 0
+        for access, n_chunks in self.conn.execute("SELECT access, n_chunks FROM documents"):
+            if may_read(principal, json.loads(access)):
+                docs += 1
+                chunks += n_chunks
+        return docs, chunks

@@ -7,6 +7,7 @@ ones through the HNSW graph.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +59,31 @@ class VectorIndex:
         self.index.save(str(tmp))
         tmp.replace(self.path)
 
-    def search(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """Return (chunk_id, cosine similarity) best first."""
+    def search(self, vector: np.ndarray, limit: int,
+               denied: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """Return (chunk_id, cosine similarity) best first, skipping ``denied`` keys.
+
+        usearch's Python binding has no filtered search, so a filter over-fetches:
+        it asks for 4x, then 16x, ... the wanted count and drops denied keys, and
+        its last round (count = every vector) is an exact scan. Guarantee: the
+        result holds ``min(limit, allowed vectors)`` allowed hits, never a denied one.
+        """
         n = len(self.index)
         if n == 0 or limit <= 0:
             return []
-        m = self.index.search(vector, min(limit, n), exact=n < EXACT_BELOW)
-        return [(int(k), float(1.0 - d)) for k, d in zip(m.keys, m.distances, strict=True)]
+        exact = n < EXACT_BELOW
+        if not denied:
+            m = self.index.search(vector, min(limit, n), exact=exact)
+            return [(int(k), float(1.0 - d)) for k, d in zip(m.keys, m.distances, strict=True)]
+        want = min(limit, n - len(denied)) if len(denied) <= n else limit
+        count = min(n, limit + len(denied) if exact else max(4 * limit, 64))
+        banned = np.fromiter(denied, dtype=np.uint64, count=len(denied))
+        while True:
+            last = count >= n
+            m = self.index.search(vector, count, exact=exact or last)
+            keys = np.asarray(m.keys, dtype=np.uint64)
+            keep = ~np.isin(keys, banned)
+            keys, dists = keys[keep][:limit], np.asarray(m.distances)[keep][:limit]
+            if len(keys) >= want or last:
+                return [(int(k), float(1.0 - d)) for k, d in zip(keys, dists, strict=True)]
+            count = min(n, count * 4)

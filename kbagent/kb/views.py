@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kbagent.errors import BadInputError, NotFoundError
+from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Line
 
@@ -96,11 +97,17 @@ class CatResult:
 
 
 class FileViews:
-    def __init__(self, kb: KnowledgeBase) -> None:
+    """ls/glob/grep/cat over the documents ``principal`` may read. A document it may
+    not read does not exist here: same message, same exit code, same code path as a
+    path that was never ingested."""
+
+    def __init__(self, kb: KnowledgeBase, principal: Principal = ANONYMOUS) -> None:
         self.kb = kb
+        self.principal = principal
 
     def paths(self) -> list[str]:
-        return self.kb.store.paths()
+        return [p for p, groups in self.kb.store.access_by_path().items()
+                if may_read(self.principal, groups)]
 
     def ls(self, folder: str = "") -> list[str]:
         """Entries directly inside ``folder``: sub-folders end with ``/``."""
@@ -141,7 +148,7 @@ class FileViews:
         truncated = False
         for path in paths:
             loaded = self.kb.store.document_lines(path)
-            if loaded is None:
+            if loaded is None or not may_read(self.principal, loaded[0].access):
                 continue
             for ln in loaded[1]:
                 if rx.search(ln.text[:MAX_LINE_CHARS]):
@@ -157,7 +164,7 @@ class FileViews:
             max_lines: int = 200) -> CatResult:
         norm = normalize_path(path)
         loaded = self.kb.store.document_lines(norm)
-        if loaded is None:
+        if loaded is None or not may_read(self.principal, loaded[0].access):
             raise NotFoundError(f"no file '{norm}' in KB '{self.kb.name}'")
         doc, lines = loaded
         total = max((ln.last for ln in lines), default=0)

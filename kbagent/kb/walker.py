@@ -18,7 +18,7 @@ IGNORE_FILES = (".gitignore", ".kbagentignore")
 ALWAYS_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
                     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".idea", ".vscode",
                     ".DS_Store", ".cache"}
-ALWAYS_SKIP_FILES = {".DS_Store", "Thumbs.db", *IGNORE_FILES}
+ALWAYS_SKIP_FILES = {".DS_Store", "Thumbs.db", ".kbaccess", *IGNORE_FILES}
 
 
 @dataclass

@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from kbagent.errors import KbagentError
 from kbagent.history import History
+from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.session import Session, document_chunk_spans, editor_command
 from kbagent.settings import Settings
 from kbagent.tui.ask import AskScreen
@@ -65,11 +66,12 @@ class KbApp(App):
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
                  llm: Any = None, mode: str = "auto", load_llm: bool = True,
-                 timings: bool = True) -> None:
+                 timings: bool = True, principal: Principal = ANONYMOUS) -> None:
         super().__init__()
         self.settings = settings
-        self.session = Session(settings, kb_names, llm=llm, mode=mode)
-        self.history = History(settings.home)
+        # who is asking is fixed for the app's life (kbagent tui --as/--groups)
+        self.session = Session(settings, kb_names, llm=llm, mode=mode, principal=principal)
+        self.history = History(settings.home, self.session.principal.key)
         self.timings = timings  # off in snapshot tests: no clock-dependent text
         self._load_llm_at_start = load_llm and llm is None
         self.llm_error = ""
@@ -99,7 +101,8 @@ class KbApp(App):
         kbs = ", ".join(kb.name for kb in self.session.kbs) or "none"
         model = self.session.llm_description() if not self.llm_error else "no model"
         state = "" if self.session.llm_loaded or self.llm_error else " (loading)"
-        self.sub_title = f"model: {model}{state} · KBs: {kbs}"
+        self.sub_title = (f"model: {model}{state} · KBs: {kbs} · as: "
+                          f"{self.session.principal.label}")
 
     @work(thread=True, exclusive=True, group="llm", exit_on_error=False)
     def load_llm(self) -> None:
@@ -127,8 +130,8 @@ class KbApp(App):
 
         try:
             kb = self.session.kb(ref["kb"])
-            return FileViews(kb).cat(ref["path"], ref["start_line"], ref["end_line"],
-                                     max_lines=200).lines
+            return FileViews(kb, self.session.principal).cat(
+                ref["path"], ref["start_line"], ref["end_line"], max_lines=200).lines
         except KbagentError:
             return None
 
@@ -145,7 +148,7 @@ class KbApp(App):
 
         try:
             kb = self.session.kb(kb_name)
-            doc = FileViews(kb).cat(path, 1, None, max_lines=100_000)
+            doc = FileViews(kb, self.session.principal).cat(path, 1, None, max_lines=100_000)
             spans = document_chunk_spans(kb, path) if chunks else []
         except KbagentError as e:
             self.notify(str(e), title="Cannot open the document", severity="error")

@@ -149,7 +149,7 @@ class AskScreen(Screen):
         grid = self.query_one("#cards", Grid)
         grid.remove_children()
         try:
-            examples = example_questions(self.app.session.kbs)
+            examples = example_questions(self.app.session.kbs, self.app.session.principal)
         except Exception:  # a broken KB must not break the screen; cards are optional
             examples = []
         grid.mount_all(Card(kind, q, classes="card") for kind, q in examples)

@@ -16,6 +16,7 @@ from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static, 
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.errors import KbagentError
+from kbagent.kb.views import FileViews
 
 
 class IngestCancelled(Exception):
@@ -77,15 +78,19 @@ class BrowseScreen(Screen):
                 info_lines.append(f"{i.name}: {i.error}")
                 continue
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at))
-            info_lines.append(f"{i.name}: {i.documents} documents, {i.chunks} chunks, "
-                              f"{i.embedding_model}, last ingest {when}")
-            node = tree.root.add(i.name, expand=True, data={"kb": i.name})
             kb = open_kbs.get(i.name)
+            if kb is not None:  # counts of what the session's principal may read
+                docs, chunks = kb.store.visible_counts(self.app.session.principal)
+                info_lines.append(f"{i.name}: {docs} documents, {chunks} chunks, "
+                                  f"{i.embedding_model}, last ingest {when}")
+            else:
+                info_lines.append(f"{i.name}: not open, last ingest {when}")
+            node = tree.root.add(i.name, expand=True, data={"kb": i.name})
             if kb is None:
                 node.add_leaf("(not open in this session; Ctrl+O reloads)")
                 continue
             folders: dict[str, Any] = {"": node}
-            for path in kb.store.paths():
+            for path in FileViews(kb, self.app.session.principal).paths():
                 parent = ""
                 parts = path.split("/")
                 for part in parts[:-1]:
