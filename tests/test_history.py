@@ -57,7 +57,9 @@ def test_an_old_schema_is_migrated_and_a_newer_one_refused(tmp_path):
     conn.close()
     h = History(tmp_path)
     assert h.schema_version() == SCHEMA_VERSION
-    [old] = h.list()
+    # kept, but an entry from before access control belongs to no principal
+    assert h.list() == []
+    [old] = History(tmp_path, owner="").list()
     assert old.question == "old question" and old.model == ""
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
@@ -65,3 +67,17 @@ def test_an_old_schema_is_migrated_and_a_newer_one_refused(tmp_path):
     conn.close()
     with pytest.raises(BadInputError, match="schema version"):
         h.list()
+
+
+def test_each_principal_sees_only_its_own_history(tmp_path):
+    execs, anon = History(tmp_path, "g-execs"), History(tmp_path, "anonymous")
+    eid = execs.add(AgentResult("CEO base salary?", "$385,000 [1]", "rag", "answered"))
+    anon.add(AgentResult("hi", "hello", "direct", "answered"))
+    assert [e.question for e in execs.list()] == ["CEO base salary?"]
+    assert [e.question for e in anon.list()] == ["hi"]
+    assert anon.list(search="385") == []
+    with pytest.raises(NotFoundError):
+        anon.get(eid)
+    with pytest.raises(NotFoundError):
+        anon.delete(eid)
+    assert anon.clear() == 1 and len(execs.list()) == 1
