@@ -55,6 +55,7 @@ class Settings:
     max_steps: int = 5
     token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
     time_limit: float = 180.0  # seconds of wall time per question
+    code_tools: bool = False  # code_definition/references/callers/outline in knowledge mode
 
     @property
     def config_path(self) -> Path:
@@ -104,8 +105,21 @@ def _coerce(key: str, typ: Any, raw: Any, origin: str) -> Any:
             return int(raw)
         if name == "float":
             return float(raw)
+        if name == "bool":
+            return _bool(raw)
         if name == "Path":
             return Path(str(raw)).expanduser()
         return str(raw)
     except (TypeError, ValueError) as e:
         raise BadInputError(f"setting {key!r} from {origin} must be {name}, got {raw!r}") from e
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)

@@ -296,8 +296,13 @@ FULL_TOOLS = [
 ]
 
 
-def registry(mode: str = "knowledge") -> dict[str, Tool]:
+def registry(mode: str = "knowledge", code_tools: bool = False) -> dict[str, Tool]:
+    """The tools of a mode; the code_* tools come with ``full`` or with ``code_tools``."""
     tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == "full" else [])
+    if mode == "full" or code_tools:
+        from kbagent.agent.code_tools import code_tools as make_code_tools
+
+        tools = tools + make_code_tools()
     return {t.name: t for t in tools}
 
 

@@ -54,4 +54,8 @@ def main() -> None:
 
 
 # importing the command modules registers their commands on ``app``
-from kbagent.cli import ask_commands, kb_commands  # noqa: E402,F401
+from kbagent.cli import (  # noqa: E402,F401
+    ask_commands,
+    code_commands,
+    kb_commands,
+)

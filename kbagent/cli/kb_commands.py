@@ -117,6 +117,10 @@ def ingest(
             from rich.markup import escape
 
             err.print(f"[{colour}]{f.status}[/] {escape(f.path)}: {escape(f.reason)}")
+        elif f.reason:  # ingested, with a note (a syntax error the symbol index met)
+            from rich.markup import escape
+
+            err.print(f"[yellow]note[/] {escape(f.path)}: {escape(f.reason)}")
     s = result.summary()
     parts = ", ".join(f"{v} {k}" for k, v in s.items())
     verb = "updated" if result.committed else "up to date"
