@@ -56,6 +56,11 @@ class Settings:
     token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
     time_limit: float = 180.0  # seconds of wall time per question
     code_tools: bool = False  # code_definition/references/callers/outline in knowledge mode
+    # Rerank after fusion (off unless a URL or a local CrossEncoder path is set)
+    rerank_url: str = ""  # /v1/rerank endpoint, e.g. http://127.0.0.1:8081/v1/rerank
+    rerank_model: str = ""  # model name sent to the server, or a local CrossEncoder dir
+    rerank_top_n: int = 20  # fused hits the reranker reorders
+    rerank_timeout: float = 10.0  # seconds before a reranker counts as down
 
     @property
     def config_path(self) -> Path:

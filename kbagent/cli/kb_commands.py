@@ -168,12 +168,25 @@ def search(
         SearchMode.hybrid
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+    rerank_url: Annotated[str | None, typer.Option(
+        "--rerank-url", help="Rerank the top fused hits with this /v1/rerank endpoint.",
+        show_default=False)] = None,
+    rerank_model: Annotated[str | None, typer.Option(
+        "--rerank-model", help="Model name for the rerank server, or (without --rerank-url) a "
+        "local sentence-transformers CrossEncoder folder.", show_default=False)] = None,
+    rerank_top_n: Annotated[int | None, typer.Option(
+        "--rerank-top-n", min=1, max=1000, help="How many fused hits the reranker reorders "
+        "(default 20).", show_default=False)] = None,
 ) -> None:
-    """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
+    """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
     from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.rerank import reranker_from
     from kbagent.kb.search import HybridSearcher
 
-    settings = settings_from(ctx)
+    settings = settings_from(ctx, rerank_url=rerank_url, rerank_model=rerank_model,
+                             rerank_top_n=rerank_top_n)
+    reranker = reranker_from(settings.rerank_url, settings.rerank_model, settings.rerank_top_n,
+                             settings.rerank_timeout)
     kbs = open_kbs(settings, kb)
     load_s = 0.0
 
@@ -185,15 +198,19 @@ def search(
         return embedder
 
     started = time.perf_counter()
-    result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value)
+    result = HybridSearcher(kbs, embedder_for=embedder_for, reranker=reranker).search(
+        query, k=k, mode=mode.value)
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
+    for notice in result.notices:
+        warn(notice)
     if len(result.failed_kbs) == len(kbs):
         raise KbagentError("every KB failed to answer the search")
     if as_json:
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
-                "bm25_score", "vector_rank", "vector_score", "chunk_id", "title", "text")
+                "bm25_score", "vector_rank", "vector_score", "rerank_score", "chunk_id", "title",
+                "text")
         typer.echo(json.dumps([{k_: getattr(h, k_) for k_ in keys} for h in result.hits],
                               indent=2, ensure_ascii=False))
         return
@@ -209,6 +226,8 @@ def search(
             why.append(f"bm25 #{h.bm25_rank}")
         if h.vector_rank:
             why.append(f"vector #{h.vector_rank}")
+        if h.rerank_score is not None:
+            why.append(f"rerank {h.rerank_score:.3f}")
         where = f"{h.kb}:" if multi else ""
         out.print(
             f"[bold]{i:>2}.[/] [cyan]{escape(where + h.path)}:{h.start_line}-{h.end_line}[/]"

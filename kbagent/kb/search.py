@@ -18,6 +18,7 @@ from kbagent.errors import BadInputError, KbagentError
 from kbagent.kb.embedder import Embedder, load_embedder
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit
+from kbagent.kb.rerank import Reranker, rerank_hits
 
 RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
@@ -29,6 +30,7 @@ class SearchResult:
     mode: str
     hits: list[Hit]
     failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
+    notices: list[str] = field(default_factory=list)  # e.g. a reranker that failed
 
 
 def candidate_depth(k: int) -> int:
@@ -43,8 +45,10 @@ class HybridSearcher:
         self,
         kbs: list[KnowledgeBase],
         embedder_for: Callable[[str], Embedder] | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.kbs = kbs
+        self.reranker = reranker  # reorders the top-N fused hits (kb/rerank.py)
         self._embedder_for = embedder_for or (lambda model_id: load_embedder(model_id))
 
     def embed_query(self, query: str) -> dict[str, np.ndarray]:
@@ -104,9 +108,10 @@ class HybridSearcher:
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
         rows_by_kb: dict[int, dict] = {}
+        want = max(k, self.reranker.top_n) if self.reranker else k
         # fetch rows lazily, keep going past rows an ACL filter rejects
         for score, (i, cid) in scored:
-            if len(hits) >= k:
+            if len(hits) >= want:
                 break
             if i not in rows_by_kb:
                 ids = [c for _, (j, c) in scored if j == i][: depth * 2]
@@ -120,4 +125,8 @@ class HybridSearcher:
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
                 bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
             ))
-        return SearchResult(query, mode, hits, failed)
+        notices = []
+        if self.reranker is not None:
+            hits, notice = rerank_hits(self.reranker, query, hits)
+            notices += [notice] if notice else []
+        return SearchResult(query, mode, hits[:k], failed, notices)
