@@ -247,3 +247,23 @@ def test_cli_search_json_shows_the_rerank_score_beside_the_ranks(server, sample_
     assert "warning: reranker failed (reply is not JSON); showing the fused order" in res.stderr
     res = CliRunner().invoke(app, ["search", "retry", "--rerank-url", "localhost:1"])
     assert res.exit_code == 2 and "rerank URL must start with http" in res.stderr
+
+
+def test_ask_uses_the_configured_reranker(server, sample_settings, monkeypatch):
+    from typer.testing import CliRunner
+
+    import kbagent.agent.llm as llm_module
+    from kbagent.agent.llm.scripted import ScriptedLLM
+    from kbagent.cli import app
+
+    llm = ScriptedLLM([
+        'Thought: s\nAction: kb_search\nAction Input: {"query": "retry budget ratio"}',
+        "Thought: f\nFinal Answer: Retries may be at most 20% of requests [1].",
+    ])
+    monkeypatch.setattr(llm_module, "load_llm", lambda settings: llm)
+    monkeypatch.setenv("KBAGENT_SEARCH_FIRST", "model")
+    monkeypatch.setenv("KBAGENT_RERANK_URL", server.url)
+    res = CliRunner().invoke(app, ["ask", "What is the retry budget?", "--mode", "agent",
+                                   "--json"])
+    assert res.exit_code == 0, res.stderr
+    assert [r["query"] for r in server.requests] == ["retry budget ratio"]

@@ -87,7 +87,13 @@ def ask(
                                        max_steps=max_steps, token_budget=token_budget,
                                        time_limit=time_limit)
     llm = load_llm(settings)
-    agent = Agent(llm, kbs, config)
+    from kbagent.kb.rerank import reranker_from
+    from kbagent.kb.search import HybridSearcher
+
+    reranker = reranker_from(settings.rerank_url, settings.rerank_model, settings.rerank_top_n,
+                             settings.rerank_timeout)  # None unless configured
+    agent = Agent(llm, kbs, config,
+                  searcher=HybridSearcher(kbs, reranker=reranker) if reranker else None)
     out, err = stdout_console(), stderr_console()
     renderer = EventRenderer(out, err, quiet=quiet)
     result = None
