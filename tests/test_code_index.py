@@ -72,7 +72,7 @@ def test_multi_language_kb_and_the_syntax_error_report(code_kb, settings):
     _, report = code_kb
     files = {f.path: f for f in report.files}
     assert files["py/broken.py"].status == "added"
-    assert files["py/broken.py"].reason.startswith("syntax error at line 5")
+    assert files["py/broken.py"].reason.startswith("parse error at line 5")
     assert files["py/shapes.py"].reason == ""
     idx = SymbolIndex(KnowledgeBase(settings, "code"))
     assert where(idx.definitions("good_after")) == ["py/broken.py:9"]
@@ -152,7 +152,7 @@ def test_an_old_kb_without_the_index_says_so_and_the_next_ingest_builds_it(
     # nothing changed on disk, yet the ingest publishes a generation with the index
     report = Ingestor(settings, "code", embedder=embedder).run(src)
     assert report.committed and report.chunks_embedded == 0
-    assert {f.path: f.reason for f in report.files}["py/broken.py"].startswith("syntax error")
+    assert {f.path: f.reason for f in report.files}["py/broken.py"].startswith("parse error")
     idx = SymbolIndex(KnowledgeBase(settings, "code"))
     assert where(idx.definitions("clamp")) == ["rs/lib.rs:18"]
     again = Ingestor(settings, "code", embedder=embedder).run(src)
@@ -176,7 +176,7 @@ def test_cli_code_commands(code_kb):
     assert lines[0].startswith("1-1 constant LIMIT")
     assert "  8-10 method new" in lines
     res = runner.invoke(app, ["code", "outline", "py/broken.py", "--json"])
-    assert json.loads(res.stdout)["error"].startswith("syntax error at line 5")
+    assert json.loads(res.stdout)["error"].startswith("parse error at line 5")
     res = runner.invoke(app, ["code", "outline", "nope.py"])
     assert res.exit_code == ExitCode.NOT_FOUND and "no file 'nope.py'" in res.stderr
     res = runner.invoke(app, ["code", "def", "no_such_symbol"])
@@ -189,4 +189,4 @@ def test_ingest_text_report_shows_the_syntax_error_note(settings, embedder, tmp_
     shutil.copy(FIXTURE / "py" / "broken.py", src / "broken.py")
     res = runner.invoke(app, ["ingest", str(src), "--kb", "one"])
     assert res.exit_code == 0, res.stderr
-    assert "note broken.py: syntax error at line 5" in res.stderr
+    assert "note broken.py: parse error at line 5" in res.stderr

@@ -90,7 +90,7 @@ def test_a_syntax_error_keeps_what_parses_and_says_where():
     fs = symbols_of("py/broken.py")
     names = {d.name for d in fs.definitions}
     assert {"good_before", "good_after"} <= names
-    assert fs.error.startswith("syntax error at line 5")
+    assert fs.error.startswith("parse error at line 5")
     assert ("good_before", 10, "good_after") in {
         (r.name, r.line, r.scope) for r in fs.references if r.kind == "call"}
 
@@ -104,3 +104,14 @@ def test_line_numbers_map_through_the_stored_lines():
 def test_languages_without_a_grammar_are_not_indexed():
     assert grammar_for("yaml", "a.yaml") is None
     assert grammar_for("typescript", "App.tsx") == "tsx"
+
+
+def test_an_error_that_wraps_the_whole_file_is_reported_where_it_starts():
+    # valid Python (from CPython's test_compile.py) that the grammar cannot parse: its
+    # recovery wraps the whole module in one ERROR node, which starts at line 1
+    src = ("import os\n\n\nclass T:\n    def a(self):\n        return 1\n\n"
+           "    def test_regressions(self):\n        def f():\n            (bar.\n"
+           "        baz)\n            (bar.\n        baz(\n        ))\n")
+    fs = parse_symbols(src, "python")
+    assert fs.error.startswith("parse error at line 10;")
+    assert {"T", "T.a", "T.test_regressions"} <= {d.qualname for d in fs.definitions}

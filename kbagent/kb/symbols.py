@@ -3,7 +3,7 @@
 Tree-sitter grammars come from their own PyPI wheels (``tree-sitter-python``,
 ``tree-sitter-go``, ...), each shipping its compiled parser, so nothing is
 downloaded at run time. One generic walk serves every language; a
-:class:`LangSpec` names the node types that define something, that call
+:class:`~kbagent.kb.symbol_langs.LangSpec` names the node types that define something, that call
 something, and that are identifiers. Tree-sitter is error-tolerant: a file
 with a syntax error still yields every definition in the parts that parse,
 and :func:`parse_symbols` says where the first error is.
@@ -16,20 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# extract.py's language names -> (grammar module, function returning the language)
-GRAMMARS: dict[str, tuple[str, str]] = {
-    "python": ("tree_sitter_python", "language"),
-    "go": ("tree_sitter_go", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-    "shell": ("tree_sitter_bash", "language"),
-}
-CONTAINERS = {"class", "type", "impl", "namespace", "module", "interface", "trait"}
+from kbagent.kb.symbol_langs import (
+    CONTAINERS,
+    GRAMMARS,
+    LANGUAGES,
+    SPECS,
+    LangSpec,
+    Node,
+    child_field,
+)
+
+__all__ = ["LANGUAGES", "Definition", "FileSymbols", "GrammarMissing", "Reference",
+           "grammar_for", "parse_symbols"]
 SKIP_NAMES = {"self", "cls", "this", "super"}  # everywhere, and never what anyone looks up
 
 
@@ -55,232 +53,9 @@ class Reference:
 class FileSymbols:
     definitions: list[Definition] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
-    error: str = ""  # "syntax error at line N ..." when the parse was not clean
+    error: str = ""  # "parse error at line N ..." when the parse was not clean
 
 
-Node = Any  # tree_sitter.Node
-DefRule = Callable[[Node, str], tuple | None]
-"""(node, container kind) -> None or (kind, name node[, owner qualname])."""
-
-
-def _field(node: Node, name: str) -> Node | None:
-    return node.child_by_field_name(name)
-
-
-def _named(kind: str, name_field: str = "name") -> DefRule:
-    return lambda node, container: (kind, _field(node, name_field))
-
-
-def _function(node: Node, container: str) -> tuple[str, Node | None]:
-    kind = "method" if container in CONTAINERS else "function"
-    return kind, _field(node, "name")
-
-
-def _is_const_name(text: str) -> bool:
-    letters = [c for c in text if c.isalpha()]
-    return bool(letters) and text.upper() == text and len(text) > 1
-
-
-def _c_declarator_name(node: Node | None) -> Node | None:
-    """The identifier inside a C/C++ declarator (pointer, function, qualified ...)."""
-    while node is not None:
-        if node.type in ("identifier", "field_identifier", "type_identifier",
-                         "destructor_name", "operator_name", "primitive_type"):
-            return node
-        if node.type == "qualified_identifier":
-            node = _field(node, "name")
-            continue
-        inner = _field(node, "declarator")
-        if inner is None:
-            named = [c for c in node.named_children if c.type != "parameter_list"]
-            inner = named[0] if named else None
-        node = inner
-    return None
-
-
-# ---------------------------------------------------------------- per language
-def _py_assignment(node: Node, container: str) -> tuple[str, Node | None] | None:
-    if container not in ("", "class"):
-        return None
-    left = _field(node, "left")
-    if left is None or left.type != "identifier" or node.parent.type != "expression_statement":
-        return None
-    return ("constant", left) if _is_const_name(left.text.decode("utf-8", "replace")) else None
-
-
-def _go_const(node: Node, container: str) -> tuple[str, Node | None]:
-    return "constant", _field(node, "name")
-
-
-def _go_var(node: Node, container: str) -> tuple[str, Node | None] | None:
-    decl = node.parent
-    top = decl is not None and decl.type == "var_declaration" and decl.parent is not None \
-        and decl.parent.type == "source_file"
-    return ("variable", _field(node, "name")) if top else None
-
-
-def _go_method(node: Node, container: str) -> tuple[str, Node | None, str]:
-    receiver = _field(node, "receiver")
-    owner = ""
-    if receiver is not None:
-        for ident in _descendants(receiver):
-            if ident.type == "type_identifier":
-                owner = ident.text.decode("utf-8", "replace")
-                break
-    return "method", _field(node, "name"), owner
-
-
-def _descendants(node: Node) -> list[Node]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(reversed(n.named_children))
-    return out
-
-
-def _js_declarator(node: Node, container: str) -> tuple[str, Node | None] | None:
-    name = _field(node, "name")
-    value = _field(node, "value")
-    if name is None or name.type != "identifier":
-        return None
-    if value is not None and value.type in ("arrow_function", "function_expression",
-                                            "function", "generator_function"):
-        return "function", name
-    decl = node.parent
-    if (decl is not None and decl.type == "lexical_declaration" and decl.child(0) is not None
-            and decl.child(0).type == "const" and container == ""
-            and _is_const_name(name.text.decode("utf-8", "replace"))):
-        return "constant", name
-    return None
-
-
-def _java_field(node: Node, container: str) -> tuple[str, Node | None] | None:
-    mods = next((c for c in node.children if c.type == "modifiers"), None)
-    words = mods.text.decode("utf-8", "replace").split() if mods is not None else []
-    if "static" in words and "final" in words:
-        decl = _field(node, "declarator")
-        return "constant", _field(decl, "name") if decl is not None else None
-    return None
-
-
-def _c_function(node: Node, container: str) -> tuple[str, Node | None, str]:
-    decl = _field(node, "declarator")
-    while decl is not None and decl.type not in ("function_declarator", "qualified_identifier"):
-        decl = _field(decl, "declarator")
-    inner = _field(decl, "declarator") if decl is not None and \
-        decl.type == "function_declarator" else decl
-    owner = ""
-    if inner is not None and inner.type == "qualified_identifier":  # Stack::push
-        scope = _field(inner, "scope")
-        owner = scope.text.decode("utf-8", "replace").replace("::", ".") if scope else ""
-    kind = "method" if container in CONTAINERS or owner else "function"
-    return kind, _c_declarator_name(_field(node, "declarator")), owner
-
-
-def _c_tagged(kind: str) -> DefRule:
-    def rule(node: Node, container: str) -> tuple[str, Node | None] | None:
-        if _field(node, "body") is None:  # a use ("struct foo *p"), not a definition
-            return None
-        return kind, _field(node, "name")
-    return rule
-
-
-def _c_typedef(node: Node, container: str) -> tuple[str, Node | None]:
-    return "type", _c_declarator_name(_field(node, "declarator"))
-
-
-def _rust_impl(node: Node, container: str) -> tuple[str, Node | None]:
-    return "impl", _field(node, "type")
-
-
-@dataclass
-class LangSpec:
-    defs: dict[str, DefRule]
-    calls: dict[str, tuple[str, ...]]  # call node type -> fields that hold the callee
-    idents: set[str]
-    member_fields: dict[str, str] = field(default_factory=dict)  # a.b node -> field of b
-
-
-_JS_DEFS: dict[str, DefRule] = {
-    "function_declaration": _named("function"),
-    "generator_function_declaration": _named("function"),
-    "class_declaration": _named("class"),
-    "class": _named("class"),
-    "method_definition": _named("method"),
-    "variable_declarator": _js_declarator,
-}
-_TS_DEFS: dict[str, DefRule] = {
-    **_JS_DEFS,
-    "abstract_class_declaration": _named("class"),
-    "interface_declaration": _named("interface"),
-    "type_alias_declaration": _named("type"),
-    "enum_declaration": _named("type"),
-    "method_signature": _named("method"),
-    "abstract_method_signature": _named("method"),
-    "function_signature": _named("function"),
-    "internal_module": _named("namespace"),
-}
-_JS_CALLS = {"call_expression": ("function",), "new_expression": ("constructor",)}
-_JS_MEMBER = {"member_expression": "property"}
-_C_DEFS: dict[str, DefRule] = {
-    "function_definition": _c_function,
-    "struct_specifier": _c_tagged("type"),
-    "union_specifier": _c_tagged("type"),
-    "enum_specifier": _c_tagged("type"),
-    "type_definition": _c_typedef,
-    "preproc_def": _named("macro"),
-    "preproc_function_def": _named("macro"),
-    "enumerator": _named("constant"),
-}
-_C_CALLS = {"call_expression": ("function",)}
-
-SPECS: dict[str, LangSpec] = {
-    "python": LangSpec(
-        {"function_definition": _function, "class_definition": _named("class"),
-         "assignment": _py_assignment},
-        {"call": ("function",)}, {"identifier"}, {"attribute": "attribute"}),
-    "go": LangSpec(
-        {"function_declaration": _named("function"), "method_declaration": _go_method,
-         "type_spec": _named("type"), "type_alias": _named("type"),
-         "const_spec": _go_const, "var_spec": _go_var},
-        {"call_expression": ("function",)}, {"identifier", "field_identifier", "type_identifier"},
-        {"selector_expression": "field"}),
-    "javascript": LangSpec(_JS_DEFS, _JS_CALLS, {"identifier", "property_identifier"},
-                           _JS_MEMBER),
-    "typescript": LangSpec(_TS_DEFS, _JS_CALLS,
-                           {"identifier", "property_identifier", "type_identifier"}, _JS_MEMBER),
-    "rust": LangSpec(
-        {"function_item": _function, "function_signature_item": _function,
-         "struct_item": _named("type"), "enum_item": _named("type"),
-         "union_item": _named("type"), "trait_item": _named("trait"),
-         "type_item": _named("type"), "const_item": _named("constant"),
-         "static_item": _named("constant"), "mod_item": _named("module"),
-         "macro_definition": _named("macro"), "impl_item": _rust_impl},
-        {"call_expression": ("function",), "macro_invocation": ("macro",)},
-        {"identifier", "field_identifier", "type_identifier"},
-        {"field_expression": "field", "scoped_identifier": "name", "generic_function": "function"}),
-    "java": LangSpec(
-        {"class_declaration": _named("class"), "interface_declaration": _named("interface"),
-         "enum_declaration": _named("type"), "record_declaration": _named("class"),
-         "annotation_type_declaration": _named("type"),
-         "method_declaration": _named("method"), "constructor_declaration": _named("method"),
-         "field_declaration": _java_field},
-        {"method_invocation": ("name",), "object_creation_expression": ("type",)},
-        {"identifier", "type_identifier"}, {"generic_type": "type"}),
-    "c": LangSpec(_C_DEFS, _C_CALLS, {"identifier", "field_identifier", "type_identifier"},
-                  {"field_expression": "field"}),
-    "cpp": LangSpec(
-        {**_C_DEFS, "class_specifier": _c_tagged("class"),
-         "namespace_definition": _named("namespace")},
-        _C_CALLS, {"identifier", "field_identifier", "type_identifier", "namespace_identifier"},
-        {"field_expression": "field", "qualified_identifier": "name",
-         "template_function": "name"}),
-    "shell": LangSpec({"function_definition": _named("function")},
-                      {"command": ("name",)}, {"variable_name"}, {"command_name": ""}),
-}
-SPECS["tsx"] = SPECS["typescript"]
-LANGUAGES = tuple(sorted(SPECS))
 _PARSERS: dict[str, Any] = {}
 
 
@@ -313,7 +88,7 @@ def _callee(node: Node | None, spec: LangSpec) -> Node | None:
     """The node naming what is called: ``f`` in ``f()``, ``b`` in ``a.b()``."""
     while node is not None and node.type in spec.member_fields:
         name = spec.member_fields[node.type]
-        nxt = _field(node, name) if name else (node.named_children or [None])[0]
+        nxt = child_field(node, name) if name else (node.named_children or [None])[0]
         if nxt is None:
             break
         node = nxt
@@ -326,14 +101,17 @@ def _callee(node: Node | None, spec: LangSpec) -> Node | None:
 
 
 def _first_error(root: Node) -> int | None:
+    """Row of the first innermost error: an ERROR node that wraps a whole file (as
+    tree-sitter's recovery sometimes does) is looked into, not reported at row 0."""
     stack = [root]
     while stack:
         node = stack.pop()
         if not node.has_error:
             continue
-        if node.is_error or node.is_missing:
+        inner = [c for c in node.children if c.has_error]
+        if node.is_missing or (node.is_error and not inner):
             return node.start_point[0]
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(inner))
     return None
 
 
@@ -381,7 +159,7 @@ def parse_symbols(text: str, language: str, line_numbers: list[int] | None = Non
         fields = spec.calls.get(node.type)
         if fields:
             for f in fields:
-                callee = _callee(_field(node, f), spec)
+                callee = _callee(child_field(node, f), spec)
                 if callee is not None and callee.id not in claimed:
                     claimed.add(callee.id)
                     _add_ref(out, seen_refs, callee, "call", scope, line)
@@ -392,7 +170,7 @@ def parse_symbols(text: str, language: str, line_numbers: list[int] | None = Non
             stack.append((child, kind_, qual, scope))
     err = _first_error(tree.root_node) if tree.root_node.has_error else None
     if err is not None:
-        out.error = (f"syntax error at line {line(err)}; symbols indexed from the parts "
+        out.error = (f"parse error at line {line(err)}; symbols indexed from the parts "
                      "that parse")
     out.definitions.sort(key=lambda d: (d.start_line, d.end_line))
     return out
