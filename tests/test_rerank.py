@@ -267,3 +267,25 @@ def test_ask_uses_the_configured_reranker(server, sample_settings, monkeypatch):
                                    "--json"])
     assert res.exit_code == 0, res.stderr
     assert [r["query"] for r in server.requests] == ["retry budget ratio"]
+
+
+def test_agent_search_with_a_failing_reranker_keeps_hits_and_says_so(sample_settings):
+    from kbagent.agent.events import Observation
+    from kbagent.agent.llm.scripted import ScriptedLLM
+    from kbagent.agent.loop import Agent, AgentConfig
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.search import HybridSearcher
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}/v1/rerank"
+    kb = KnowledgeBase(sample_settings, "sample")
+    llm = ScriptedLLM([
+        'Thought: s\nAction: kb_search\nAction Input: {"query": "retry budget", "kb": "sample"}',
+        "Thought: f\nFinal Answer: Retries may be at most 20% of requests [1].",
+    ])
+    searcher = HybridSearcher([kb], reranker=HttpReranker(down, top_n=5))
+    agent = Agent(llm, [kb], AgentConfig(mode="agent", search_first="off"), searcher=searcher)
+    [obs] = [e for e in agent.run("What is the retry budget?") if isinstance(e, Observation)]
+    assert obs.ok and obs.citations
+    assert "reranker failed (cannot reach" in obs.summary

@@ -102,7 +102,7 @@ def _where(ctx: ToolContext, kb: str, path: str) -> str:
 def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> ToolOutput:
     names = ctx.pick_kbs(args)
     searcher = ctx.searcher if len(names) == len(ctx.kbs) else HybridSearcher(
-        [ctx.kbs[n] for n in names])
+        [ctx.kbs[n] for n in names], reranker=getattr(ctx.searcher, "reranker", None))
     result = searcher.search(args["query"], k=args["top_k"], mode=mode, allowed=ctx.allowed)
     failed = "".join(f"\nKB '{kb}' failed: {why}" for kb, why in result.failed_kbs.items())
     if not result.hits:
@@ -127,6 +127,8 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
     if result.failed_kbs:
         summary += f" (failed: {', '.join(result.failed_kbs)})"
         lines.append(f"failed_kbs: {', '.join(result.failed_kbs)}{failed}")
+    for notice in getattr(result, "notices", []):  # e.g. a reranker that failed: for people
+        summary += f" ({notice})"
     return ToolOutput("\n".join(lines), summary, True, list(dict.fromkeys(cites)), sources)
 
 
