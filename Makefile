@@ -39,6 +39,7 @@ demo: install
 bench: install
 	$(PY) bench/bench_kb.py
 	$(PY) bench/bench_agent.py
+	$(PY) bench/bench_code.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .ruff_cache

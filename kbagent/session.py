@@ -204,7 +204,11 @@ class Session:
         from kbagent.kb.search import HybridSearcher
 
         if self._searcher is None:
-            self._searcher = HybridSearcher(self.kbs)
+            from kbagent.kb.rerank import reranker_from
+
+            st = self.settings  # the reranker is None unless rerank_url / rerank_model is set
+            self._searcher = HybridSearcher(self.kbs, reranker=reranker_from(
+                st.rerank_url, st.rerank_model, st.rerank_top_n, st.rerank_timeout))
         return self._searcher
 
     def search(self, query: str, k: int = 10, mode: str = "hybrid") -> Any:

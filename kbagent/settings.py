@@ -65,6 +65,12 @@ class Settings:
     tui_keymap: str = ""
     # Access control
     users_file: str = ""  # user -> groups (TOML); default: $KBAGENT_HOME/users.toml
+    code_tools: bool = False  # code_definition/references/callers/outline in knowledge mode
+    # Rerank after fusion (off unless a URL or a local CrossEncoder path is set)
+    rerank_url: str = ""  # /v1/rerank endpoint, e.g. http://127.0.0.1:8081/v1/rerank
+    rerank_model: str = ""  # model name sent to the server, or a local CrossEncoder dir
+    rerank_top_n: int = 20  # fused hits the reranker reorders
+    rerank_timeout: float = 10.0  # seconds before a reranker counts as down
 
     @property
     def config_path(self) -> Path:
@@ -118,8 +124,21 @@ def _coerce(key: str, typ: Any, raw: Any, origin: str) -> Any:
             return int(raw)
         if name == "float":
             return float(raw)
+        if name == "bool":
+            return _bool(raw)
         if name == "Path":
             return Path(str(raw)).expanduser()
         return str(raw)
     except (TypeError, ValueError) as e:
         raise BadInputError(f"setting {key!r} from {origin} must be {name}, got {raw!r}") from e
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)

@@ -110,7 +110,7 @@ class Agent:
         ctx.ledger.resolver = ctx.resolve_lines
         now = time.perf_counter()
         s = RunState(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
-                 registry(cfg.tools), now, now + cfg.time_limit)
+                 registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from self._cancelled(s)
         elif mode == "direct":

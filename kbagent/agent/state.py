@@ -17,6 +17,7 @@ from kbagent.agent.tools import Tool, ToolContext
 class AgentConfig:
     mode: str = "auto"  # auto | agent | rag | direct
     tools: str = "knowledge"  # knowledge | full
+    code_tools: bool = False  # code_* tools in knowledge mode too (full always has them)
     max_steps: int = 5
     token_budget: int = 24000
     time_limit: float = 180.0
@@ -34,7 +35,8 @@ class AgentConfig:
         cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
                   time_limit=settings.time_limit,
                   max_tokens_per_step=settings.max_tokens_per_step,
-                  search_first=settings.search_first)
+                  search_first=settings.search_first,
+                  code_tools=bool(getattr(settings, "code_tools", False)))
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)

@@ -104,7 +104,7 @@ def _where(ctx: ToolContext, kb: str, path: str) -> str:
 def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> ToolOutput:
     names = ctx.pick_kbs(args)
     searcher = ctx.searcher if len(names) == len(ctx.kbs) else HybridSearcher(
-        [ctx.kbs[n] for n in names])
+        [ctx.kbs[n] for n in names], reranker=getattr(ctx.searcher, "reranker", None))
     result = searcher.search(args["query"], k=args["top_k"], mode=mode,
                              principal=ctx.principal)
     failed = "".join(f"\nKB '{kb}' failed: {why}" for kb, why in result.failed_kbs.items())
@@ -130,6 +130,8 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
     if result.failed_kbs:
         summary += f" (failed: {', '.join(result.failed_kbs)})"
         lines.append(f"failed_kbs: {', '.join(result.failed_kbs)}{failed}")
+    for notice in getattr(result, "notices", []):  # e.g. a reranker that failed: for people
+        summary += f" ({notice})"
     return ToolOutput("\n".join(lines), summary, True, list(dict.fromkeys(cites)), sources)
 
 
@@ -301,8 +303,13 @@ FULL_TOOLS = [
 ]
 
 
-def registry(mode: str = "knowledge") -> dict[str, Tool]:
+def registry(mode: str = "knowledge", code_tools: bool = False) -> dict[str, Tool]:
+    """The tools of a mode; the code_* tools come with ``full`` or with ``code_tools``."""
     tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == "full" else [])
+    if mode == "full" or code_tools:
+        from kbagent.agent.code_tools import code_tools as make_code_tools
+
+        tools = tools + make_code_tools()
     return {t.name: t for t in tools}
 
 

@@ -57,6 +57,7 @@ def main() -> None:
 from kbagent.cli import (  # noqa: E402,F401
     ask_commands,
     batch_commands,
+    code_commands,
     eval_commands,
     kb_commands,
     tui_commands,

@@ -132,6 +132,10 @@ def ingest(
             from rich.markup import escape
 
             err.print(f"[{colour}]{f.status}[/] {escape(f.path)}: {escape(f.reason)}")
+        elif f.reason:  # ingested, with a note (a syntax error the symbol index met)
+            from rich.markup import escape
+
+            err.print(f"[yellow]note[/] {escape(f.path)}: {escape(f.reason)}")
     s = result.summary()
     parts = ", ".join(f"{v} {k}" for k, v in s.items())
     verb = "updated" if result.committed else "up to date"
@@ -184,13 +188,26 @@ def search(
     as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
     groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
                                                show_default=False)] = None,
+    rerank_url: Annotated[str | None, typer.Option(
+        "--rerank-url", help="Rerank the top fused hits with this /v1/rerank endpoint.",
+        show_default=False)] = None,
+    rerank_model: Annotated[str | None, typer.Option(
+        "--rerank-model", help="Model name for the rerank server, or (without --rerank-url) a "
+        "local sentence-transformers CrossEncoder folder.", show_default=False)] = None,
+    rerank_top_n: Annotated[int | None, typer.Option(
+        "--rerank-top-n", min=1, max=1000, help="How many fused hits the reranker reorders "
+        "(default 20).", show_default=False)] = None,
 ) -> None:
-    """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60)."""
+    """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
     from kbagent.kb.embedder import embedder_for_space
+    from kbagent.kb.rerank import reranker_from
     from kbagent.kb.search import HybridSearcher
 
-    settings = settings_from(ctx, embed_url=embed_url)
+    settings = settings_from(ctx, embed_url=embed_url, rerank_url=rerank_url,
+                             rerank_model=rerank_model, rerank_top_n=rerank_top_n)
     principal = principal_from(settings, as_user, groups)
+    reranker = reranker_from(settings.rerank_url, settings.rerank_model, settings.rerank_top_n,
+                             settings.rerank_timeout)
     kbs = open_kbs(settings, kb)
     load_s = 0.0
 
@@ -202,18 +219,21 @@ def search(
         return embedder
 
     started = time.perf_counter()
-    result = HybridSearcher(kbs, embedder_for=embedder_for).search(query, k=k, mode=mode.value,
-                                                                        principal=principal)
+    result = HybridSearcher(kbs, embedder_for=embedder_for, reranker=reranker).search(
+        query, k=k, mode=mode.value, principal=principal)
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
         warn(f"KB '{name}' failed: {reason}")
     for name in result.bm25_only_kbs:
         warn(f"KB '{name}': vectors still being built: BM25 only")
+    for notice in result.notices:
+        warn(notice)
     if result.failed_kbs and all(kb.name in result.failed_kbs for kb in kbs):
         raise KbagentError("every KB failed to answer the search")
     if as_json:
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
-                "bm25_score", "vector_rank", "vector_score", "chunk_id", "title", "text")
+                "bm25_score", "vector_rank", "vector_score", "rerank_score", "chunk_id", "title",
+                "text")
         typer.echo(json.dumps([{k_: getattr(h, k_) for k_ in keys} for h in result.hits],
                               indent=2, ensure_ascii=False))
         return
@@ -229,6 +249,8 @@ def search(
             why.append(f"bm25 #{h.bm25_rank}")
         if h.vector_rank:
             why.append(f"vector #{h.vector_rank}")
+        if h.rerank_score is not None:
+            why.append(f"rerank {h.rerank_score:.3f}")
         where = f"{h.kb}:" if multi else ""
         out.print(
             f"[bold]{i:>2}.[/] [cyan]{escape(where + h.path)}:{h.start_line}-{h.end_line}[/]"

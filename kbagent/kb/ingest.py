@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb import symbol_index
 from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
 from kbagent.kb.bm25_first import is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
@@ -191,7 +192,8 @@ class Ingestor:
             skipped = report.count("skipped") + report.count("failed")
             detail = f" ({skipped} files skipped or failed)" if skipped else ""
             raise BadInputError(f"no ingestible files in {source}{detail}; nothing changed")
-        if base_gen and not rebuild and not pending and not removed:
+        if (base_gen and not rebuild and not pending and not removed
+                and symbol_index.has_index(base_manifest)):
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
             report.files.sort(key=lambda f: f.path)
             return report
@@ -345,6 +347,7 @@ class Ingestor:
             dim = int(base_manifest["embedding_dim"]) if incremental else self.embedder.dim
             self._expect_dim = dim
             store = Store(gen_dir / "kb.sqlite")
+            symbol_index.create_tables(store.conn)
             lexical = LexicalIndex(gen_dir / "tantivy", create=not incremental)
             vectors = VectorIndex(gen_dir / "vectors.usearch", dim, create=not incremental,
                                   view=False)
@@ -362,6 +365,8 @@ class Ingestor:
                 chunk_ids = store.delete_documents(gone)
                 lexical.delete_docs(gone)
                 vectors.remove(chunk_ids)
+            if incremental and not symbol_index.has_index(base_manifest):
+                self._note_symbols(report, symbol_index.backfill(store.conn))
             self._checkpoint("deleted")
 
             # 2. embed what is new (reusing old vectors and the resume cache)
@@ -375,6 +380,9 @@ class Ingestor:
             rows: list[np.ndarray] = []
             for p in pending:
                 doc_id = store.add_document(p.doc, p.content_hash, p.size)
+                why = symbol_index.index_extracted(store.conn, doc_id, p.doc)
+                if why:  # a syntax error: what parses is indexed, the report says where
+                    p.report.reason = why
                 ids = store.add_chunks(doc_id, p.chunks, p.hashes)
                 for cid, ch in zip(ids, p.chunks, strict=True):
                     lexical.add(cid, doc_id, ch.index_text(p.doc.title), p.doc.access)
@@ -406,6 +414,7 @@ class Ingestor:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
             manifest.update(documents=docs, chunks=chunks, generation=gen,
                             kbaccess=self._rules.text)
+            manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
             fsync_dir(gen_dir)
             self._checkpoint("manifest-written")
@@ -422,6 +431,14 @@ class Ingestor:
                 shutil.rmtree(gen_dir, ignore_errors=True)
         cache.discard()
         self._prune(keep={gen, base_gen})
+
+    @staticmethod
+    def _note_symbols(report: IngestReport, problems: dict[str, str]) -> None:
+        """Put a file's symbol-index problem (a syntax error) in its report line."""
+        for f in report.files:
+            why = problems.get(f.path)
+            if why:
+                f.reason = f"{f.reason}; {why}" if f.reason else why
 
     def _salvage(self, base_gen: str | None, model_id: str,
                  wanted: set[str]) -> dict[str, np.ndarray]:

@@ -98,6 +98,7 @@ class Hit:
     vector_rank: int | None = None
     vector_score: float | None = None
     title: str = ""
+    rerank_score: float | None = None  # set when a reranker reordered the fused hits
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

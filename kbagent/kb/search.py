@@ -19,6 +19,7 @@ from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit
+from kbagent.kb.rerank import Reranker, rerank_hits
 
 RRF_K = 60
 MODES = ("hybrid", "bm25", "vector")
@@ -31,6 +32,7 @@ class SearchResult:
     hits: list[Hit]
     failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
     bm25_only_kbs: list[str] = field(default_factory=list)  # vectors still being built
+    notices: list[str] = field(default_factory=list)  # e.g. a reranker that failed
 
 
 def check_same_space(kb_name: str, space: str, embedder: Embedder) -> None:
@@ -56,8 +58,10 @@ class HybridSearcher:
         self,
         kbs: list[KnowledgeBase],
         embedder_for: Callable[[str], Embedder] | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.kbs = kbs
+        self.reranker = reranker  # reorders the top-N fused hits (kb/rerank.py)
         # called with a KB's vector space (model id, plus "#int8" for int8 vectors)
         self._embedder_for = embedder_for or self._default_embedder
 
@@ -139,9 +143,10 @@ class HybridSearcher:
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
         rows_by_kb: dict[int, dict] = {}
+        want = max(k, self.reranker.top_n) if self.reranker else k
         # fetch rows lazily; the ACL check here is a second line of defence (same rule)
         for score, (i, cid) in scored:
-            if len(hits) >= k:
+            if len(hits) >= want:
                 break
             if i not in rows_by_kb:
                 ids = [c for _, (j, c) in scored if j == i][: depth * 2]
@@ -155,4 +160,8 @@ class HybridSearcher:
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
                 bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
             ))
-        return SearchResult(query, mode, hits, failed, bm25_only)
+        notices = []
+        if self.reranker is not None:
+            hits, notice = rerank_hits(self.reranker, query, hits)
+            notices += [notice] if notice else []
+        return SearchResult(query, mode, hits[:k], failed, bm25_only, notices)

@@ -1,0 +1,140 @@
+"""Code-aware agent tools over the KBs' symbol indexes.
+
+``code_definition``, ``code_references``, ``code_callers`` and ``code_outline``
+answer with ``path:line`` results; every line shown enters the citation ledger
+like a ``kb_grep`` match, so the model cites ``[n]`` and the citation resolves
+on disk. They are in the ``full`` tool set, and in ``knowledge`` mode only when
+the ``code_tools`` setting is on (small models keep their short tool list).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbagent.errors import KbagentError
+from kbagent.kb.symbol_index import NoSymbolIndex, SymbolHit, SymbolIndex
+
+MAX_SHOWN = 30  # results per observation
+DEF_CONTEXT = 12  # lines of a definition cited (its head, not a whole class)
+
+
+def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
+    from kbagent.agent.tools import ToolFailure
+
+    out, missing = [], []
+    for name in ctx.pick_kbs(args):
+        try:
+            out.append(SymbolIndex(ctx.kbs[name]))
+        except NoSymbolIndex as e:
+            missing.append(str(e))
+    if not out:
+        raise ToolFailure("; ".join(missing) or "no KB to look in")
+    return out
+
+
+def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0) -> tuple[list[str], list[int],
+                                                                              list[str]]:
+    """Ledger numbers for hits grouped by file; returns (lines, citations, sources)."""
+    from kbagent.agent.tools import _where
+
+    lines: list[str] = []
+    cites: list[int] = []
+    sources: list[str] = []
+    by_file: dict[tuple[str, str], list[SymbolHit]] = {}
+    for h in hits[:MAX_SHOWN]:
+        by_file.setdefault((h.kb, h.path), []).append(h)
+    for (kb, path), group in by_file.items():
+        for h in group:
+            end = min(h.end_line, h.line + span) if span else h.line
+            text = ctx.resolve_lines(kb, path, h.line, end) if end > h.line else h.text
+            n = ctx.ledger.add(kb=kb, path=path, start_line=h.line, end_line=end,
+                               text=text or h.text, tool=tool)
+            label = f"[{n}] " if n else ""
+            what = f"{h.kind} {h.qualname}" if h.kind not in ("call", "ref") else (
+                f"in {h.qualname}" if h.qualname else "at top level")
+            lines.append(f"{label}{_where(ctx, kb, path)}:{h.line} ({what}): {h.text.strip()}")
+            if n:
+                cites.append(n)
+            sources.append(f"{path}:{h.line}")
+    if len(hits) > MAX_SHOWN:
+        lines.append(f"… {len(hits) - MAX_SHOWN} more not shown")
+    return lines, list(dict.fromkeys(cites)), sources
+
+
+def _lookup(ctx: Any, args: dict[str, Any], tool: str, what: str) -> Any:
+    from kbagent.agent.tools import ToolOutput, _cap
+
+    symbol = args["symbol"]
+    hits: list[SymbolHit] = []
+    for idx in _indexes(ctx, args):
+        if what == "def":
+            hits += idx.definitions(symbol)
+        else:
+            hits += idx.references(symbol, calls_only=what == "callers")
+    if not hits:
+        hint = "kb_grep for the text" if what == "def" else "code_definition to check the name"
+        return ToolOutput(f"No {what_label(what)} of {symbol!r} in the symbol index. Try {hint}.",
+                          f"0 {what_label(what)} of {symbol!r}")
+    lines, cites, sources = _cite(ctx, tool, hits, DEF_CONTEXT if what == "def" else 0)
+    head = f"{len(hits)} {what_label(what)} of {symbol!r}:"
+    return ToolOutput(_cap("\n".join([head, *lines]), ctx.max_chars),
+                      f"{len(hits)} {what_label(what)} of {symbol!r}", True, cites, sources)
+
+
+def what_label(what: str) -> str:
+    return {"def": "definitions", "refs": "references", "callers": "call sites"}[what]
+
+
+def code_definition(ctx: Any, args: dict[str, Any]) -> Any:
+    return _lookup(ctx, args, "code_definition", "def")
+
+
+def code_references(ctx: Any, args: dict[str, Any]) -> Any:
+    return _lookup(ctx, args, "code_references", "refs")
+
+
+def code_callers(ctx: Any, args: dict[str, Any]) -> Any:
+    return _lookup(ctx, args, "code_callers", "callers")
+
+
+def code_outline(ctx: Any, args: dict[str, Any]) -> Any:
+    from kbagent.agent.tools import ToolFailure, ToolOutput, _cap
+
+    last: KbagentError | None = None
+    for idx in _indexes(ctx, args):
+        try:
+            hits, error = idx.outline(args["path"])
+        except KbagentError as e:
+            last = e
+            continue
+        if not hits:
+            return ToolOutput(f"{args['path']}: no definitions found.", "0 definitions")
+        depth = {h.qualname: h.qualname.count(".") for h in hits}
+        lines, cites, sources = _cite(ctx, "code_outline", hits)
+        shown = [("  " * depth.get(h.qualname, 0)) + ln for h, ln in zip(hits, lines,
+                                                                         strict=False)]
+        note = f"\n({error})" if error else ""
+        return ToolOutput(_cap(f"Outline of {args['path']}:\n" + "\n".join(shown) + note,
+                               ctx.max_chars),
+                          f"{len(hits)} definitions in {args['path']}", True, cites, sources)
+    raise ToolFailure(f"{last}; use kb_glob to find source files")
+
+
+_SYMBOL = {"type": "string", "minLength": 1, "maxLength": 120}
+
+
+def code_tools() -> list[Any]:
+    """The four tools, built lazily so tools.py can import this module at its end."""
+    from kbagent.agent.tools import _KB, Tool, _obj
+
+    return [
+        Tool("code_definition", "Where a function, class, type or constant is defined.",
+             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_definition),
+        Tool("code_references", "Every line that uses a symbol.",
+             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_references),
+        Tool("code_callers", "Where a function is called, and from which function.",
+             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_callers),
+        Tool("code_outline", "The functions, classes and constants of one source file.",
+             _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300}, "kb": _KB},
+                  ["path"]), code_outline),
+    ]
