@@ -80,3 +80,29 @@ def test_a_small_ingest_publishes_one_full_generation(make_folder, kb_home, embe
     Ingestor(s, "k", embedder=embedder).run(make_folder(SMALL_DOCS))
     assert current_generation(kb_home / "kbs" / "k") == "gen-000001"
     assert not KnowledgeBase(s, "k").vectors_pending
+
+
+def test_the_bm25_only_generation_enforces_access(make_folder, kb_home, embedder):
+    """A BM25-only generation carries each document's groups in the index and the
+    store, like a full one: restricted text is not open to everyone meanwhile."""
+    from kbagent.kb.access import ANONYMOUS, Principal
+    from kbagent.kb.views import FileViews
+
+    s = Settings.load(bm25_first_chunks=1)
+    src = make_folder({**SMALL_DOCS, "hr/pay.md": "---\naccess: [executives]\n---\n# Pay\n\n"
+                       "The CEO base salary is 385,000 dollars a year.\n"})
+    with pytest.raises(KeyboardInterrupt):
+        Ingestor(s, "k", embedder=embedder, progress=_ctrl_c_when_embedding_starts).run(src)
+    kb = KnowledgeBase(s, "k")
+    assert kb.vectors_pending
+    searcher = HybridSearcher([kb])
+    anon = searcher.search("CEO base salary 385,000", k=10, principal=ANONYMOUS).hits
+    assert all(h.path != "hr/pay.md" for h in anon)
+    assert "hr/pay.md" not in FileViews(kb, ANONYMOUS).paths()
+    # the index query itself filters (the search's row check is only a second line)
+    pay_ids = {cid for cid, row in kb.store.chunks(
+        [c for c, _ in kb.lexical.search("salary", 50, None)]).items() if row.path == "hr/pay.md"}
+    assert pay_ids and not pay_ids & {c for c, _ in kb.lexical.search("salary", 50, ANONYMOUS)}
+    execs = Principal("maya", frozenset({"executives"}))
+    assert searcher.search("CEO base salary 385,000", k=10, principal=execs).hits[0].path \
+        == "hr/pay.md"
