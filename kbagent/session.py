@@ -296,7 +296,7 @@ class Session:
         result = None
         try:
             writer.header(question=question, kbs=self.kbs, mode=self.mode, tools=self.tools,
-                          settings=self.settings, llm=self.load_llm())
+                          settings=self.settings, llm=self.load_llm(), principal=self.principal)
             for ev in self.agent(TracingLLM(self.load_llm(), writer)).run(question,
                                                                            cancel=token):
                 writer.event(ev)

@@ -258,6 +258,34 @@ def test_browse_opens_a_document_with_chunk_boundaries_at_a_line(sample_settings
     drive(app, scenario, size=(100, 20))
 
 
+def test_browse_shows_a_source_files_outline_and_jumps_to_a_definition(sample_settings):
+    app, _ = make_app(sample_settings, [], load_llm=False)
+
+    async def scenario(pilot):
+        app.open_document("sample", "engineering/src/retry.py", None, chunks=True)
+        await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen)
+                    and bool(pilot.app.screen.query("#outline")))
+        outline = pilot.app.screen.query_one("#outline")
+        labels = [str(outline.get_option_at_index(i).prompt)
+                  for i in range(outline.option_count)]
+        assert any("effective_delay" in lb for lb in labels), labels
+        line = next(int(lb.split()[0]) for lb in labels if "effective_delay" in lb)
+        assert line == 116  # where the symbol index says it is defined
+        outline.focus()
+        outline.highlighted = next(i for i, lb in enumerate(labels) if "effective_delay" in lb)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert pilot.app.screen.query_one("#document").scroll_y > 0
+        await pilot.press("escape")
+        # a document that is not source code opens without an outline
+        app.open_document("sample", "finance/q1_2026_report.md", None, chunks=True)
+        await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen)
+                    and bool(pilot.app.screen.query("#document")))
+        assert not pilot.app.screen.query("#outline")
+
+    drive(app, scenario, size=(120, 30))
+
+
 def _walk(node):
     yield node
     for child in node.children:

@@ -89,11 +89,13 @@ class TraceWriter:
             self._f.flush()
 
     def header(self, *, question: str, kbs: Iterable[Any], mode: str, tools: str,
-               settings: Any, llm: Any) -> None:
+               settings: Any, llm: Any, principal: Any = None) -> None:
         from kbagent import __version__
 
         self.write({
             "kind": "header", "version": TRACE_VERSION, "question": question,
+            # who asked: the trace holds only what this principal could read
+            "principal": getattr(principal, "label", "anonymous"),
             "kbs": [{"name": kb.name, "generation": getattr(kb, "generation", "")} for kb in kbs],
             "mode": mode, "tools": tools, "settings": settings_dict(settings),
             "llm": llm_identity(llm, settings), "kbagent_version": __version__,

@@ -217,8 +217,13 @@ def replay(
         "--rerun", help="Ask again with the recorded settings and model, and compare the new "
         "answer with the recorded one (exit 1 if they differ).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the answer.")] = False,
+    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP + " (with --rerun)",
+                                                show_default=False)] = None,
+    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP + " (with --rerun)",
+                                               show_default=False)] = None,
 ) -> None:
-    """Show a recorded run as `kbagent ask` showed it, or reproduce it offline."""
+    """Show a recorded run as `kbagent ask` showed it, or reproduce it offline (as the
+    caller named by --as/--groups, never as the one written in the trace)."""
     from kbagent.agent.events import Final
     from kbagent.agent.trace import read_trace, trace_events
     from kbagent.cli.render import EventRenderer
@@ -226,7 +231,7 @@ def replay(
     records = read_trace(trace_file)
     header = records[0]
     if rerun:
-        _rerun(ctx, header, records, quiet)
+        _rerun(ctx, header, records, quiet, as_user, groups)
         return
     renderer = EventRenderer(stdout_console(), stderr_console(), quiet=quiet)
     final = None
@@ -240,7 +245,7 @@ def replay(
 
 
 def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, Any]],
-           quiet: bool) -> None:
+           quiet: bool, as_user: str | None, groups: str | None) -> None:
     from kbagent.agent.events import Final
     from kbagent.session import Session
 
@@ -251,7 +256,12 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
     keep = {k: v for k, v in header["settings"].items() if k != "home"}
     settings = settings_from(ctx, **keep)
     names = [k["name"] for k in header["kbs"]]
-    session = Session(settings, names, mode=header["mode"], tools=header["tools"])
+    principal = principal_from(settings, as_user, groups)
+    if header.get("principal", "anonymous") != principal.label:
+        warn(f"the trace was recorded as {header.get('principal')}; asking again as "
+             f"{principal.label}")
+    session = Session(settings, names, mode=header["mode"], tools=header["tools"],
+                      principal=principal)
     session.open_kbs(required=bool(names))
     llm = session.load_llm()
     size = header.get("llm", {}).get("model_bytes")

@@ -155,7 +155,8 @@ class KbApp(App):
             return
         source = kb.manifest.get("source", "")
         self.push_screen(DocumentScreen(kb_name, path, doc.lines, highlight=lines,
-                                        chunks=spans, source=source))
+                                        chunks=spans, source=source,
+                                        outline=code_outline(kb, path) if chunks else None))
 
     def open_in_editor(self, ref: dict[str, Any]) -> None:
         from pathlib import Path
@@ -220,3 +221,15 @@ class KbApp(App):
 
     def on_unmount(self) -> None:
         self.session.cancel()
+
+
+def code_outline(kb: Any, path: str) -> list[tuple[int, str, str]]:
+    """(line, kind, name) of a source file's definitions; [] for other files or a KB
+    without a symbol index (the document still opens)."""
+    from kbagent.kb.symbol_index import SymbolIndex
+
+    try:
+        hits, _ = SymbolIndex(kb).outline(path)
+    except KbagentError:
+        return []
+    return [(h.line, h.kind, h.qualname or h.name) for h in hits]

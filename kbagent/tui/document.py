@@ -1,13 +1,17 @@
-"""A document inside the app: line numbers, cited lines highlighted, chunk bounds."""
+"""A document inside the app: line numbers, cited lines highlighted, chunk bounds,
+and for a source file its outline from the symbol index (Enter jumps there)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets.option_list import Option
 
 from kbagent.tui.widgets import DocumentView
 
@@ -20,12 +24,18 @@ class DocumentScreen(Screen):
         Binding("e", "editor", "Editor", id="doc.editor"),
     ]
 
+    DEFAULT_CSS = """
+    DocumentScreen #outline { width: 34; max-width: 40%; border-right: solid $primary; }
+    """
+
     def __init__(self, kb: str, path: str, lines: list[Any], *,
                  highlight: tuple[int, int] | None = None,
-                 chunks: list[tuple[int, int]] | None = None, source: str = "") -> None:
+                 chunks: list[tuple[int, int]] | None = None, source: str = "",
+                 outline: list[tuple[int, str, str]] | None = None) -> None:
         super().__init__()
         self.kb, self.path, self.lines = kb, path, lines
         self.highlight, self.chunks, self.source = highlight, chunks or [], source
+        self.outline = outline or []  # (line, kind, qualified name) of each definition
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -35,9 +45,22 @@ class DocumentScreen(Screen):
         if self.chunks:
             where += f"  · {len(self.chunks)} chunks"
         yield Static(where, id="doc-title")
-        yield DocumentView(self.lines, highlight=self.highlight, chunks=self.chunks,
-                           id="document")
+        view = DocumentView(self.lines, highlight=self.highlight, chunks=self.chunks,
+                            id="document")
+        if self.outline:
+            with Horizontal():
+                yield OptionList(*(Option(f"{line:>4} {kind} {name}", id=str(line))
+                                   for line, kind, name in self.outline), id="outline")
+                yield view
+        else:
+            yield view
         yield Footer()
+
+    @on(OptionList.OptionSelected, "#outline")
+    def _jump(self, event: OptionList.OptionSelected) -> None:
+        view = self.query_one(DocumentView)
+        view.scroll_to_line(int(event.option.id or 1))
+        view.focus()
 
     def on_mount(self) -> None:
         view = self.query_one(DocumentView)
