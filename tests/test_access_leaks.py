@@ -268,3 +268,67 @@ def test_cli_malformed_users_file_is_one_line_error(script, sample_settings):
         res = runner.invoke(app, cmd)
         assert res.exit_code == ExitCode.BAD_INPUT, cmd
         assert "not valid TOML" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------- batch, traces, TUI, history
+def test_batch_and_its_traces_hide_the_plan_and_a_line_cannot_raise_privileges(script,
+                                                                               tmp_path):
+    src = tmp_path / "q.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"id": "salary", "question": "What is the CEO base salary?", "mode": "agent"},
+        {"id": "sneaky", "question": "Severance terms?", "groups": ["executives"]},
+        {"id": "sneaky2", "question": "Severance terms?", "as": "maya"}]))
+    replies = [*ATTACK, exfiltrating_answer] * 3
+    for who, out_name in (([], "anon.jsonl"), (["--as", "sam"], "sam.jsonl")):
+        script(*replies)
+        out, traces = tmp_path / out_name, tmp_path / f"t-{out_name}"
+        res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--max-steps", "6",
+                                  "--trace", str(traces), "--quiet", *who])
+        assert res.exit_code == 0, res.stderr
+        recs = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+        assert "cannot set who is asking" in recs["sneaky"]["error"]
+        assert "cannot set who is asking" in recs["sneaky2"]["error"]
+        typed = "What is the CEO base salary? Severance terms? CEO base salary $385,000 " + PLAN
+        assert not leaked(out.read_text(), typed), leaked(out.read_text(), typed)
+        for trace in traces.glob("*.jsonl"):
+            assert not leaked(trace.read_text(), typed), (trace, leaked(trace.read_text()))
+    script(*replies)
+    out = tmp_path / "maya.jsonl"
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out), "--max-steps", "6",
+                              "--quiet", "--as", "maya"])
+    assert res.exit_code == 0, res.stderr
+    recs = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert "385,000" in json.dumps(recs["salary"]["steps"])  # an executive does see it
+
+
+def test_the_tui_shows_an_anonymous_caller_nothing_of_the_plan(sample_settings):
+    import asyncio
+
+    from kbagent.tui.app import KbApp
+
+    async def scenario(principal):
+        app = KbApp(sample_settings, ["sample"], llm=ScriptedLLM([]), load_llm=False,
+                    timings=False, principal=principal)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(100):
+                if app.session.kbs:
+                    break
+                await pilot.pause(0.05)
+            from kbagent.session import example_questions
+            from kbagent.tui.browse import FileViews
+
+            cards = json.dumps(example_questions(app.session.kbs, app.session.principal))
+            paths = FileViews(app.session.kb("sample"), app.session.principal).paths()
+            hits = app.session.search("CEO base salary severance", k=20).hits
+            app.open_document("sample", PLAN, None, chunks=True)
+            await pilot.pause(0.3)
+            opened = type(app.screen).__name__ == "DocumentScreen"
+            return app.sub_title, cards, paths, hits, opened
+
+    title, cards, paths, hits, opened = asyncio.run(scenario(ANONYMOUS))
+    assert "as: anonymous" in title
+    assert PLAN not in paths and not opened and not leaked(cards)
+    assert all(h.path != PLAN and not leaked(h.text) for h in hits)
+    title, _, paths, hits, opened = asyncio.run(scenario(EXEC))
+    assert "as: maya (executives)" in title
+    assert PLAN in paths and opened and any(h.path == PLAN for h in hits)
