@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import statistics
 import threading
 import time
@@ -156,12 +155,9 @@ def answered_ids(output: Path) -> set[str]:
             else:
                 dropped = True
     if dropped:
-        tmp = output.with_name(output.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(keep)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, output)
+        from kbagent.kb.knowledge_base import write_atomic
+
+        write_atomic(output, "".join(keep))
     return ids
 
 

@@ -52,21 +52,31 @@ def retrieval_html(report: RetrievalReport) -> str:
     q_head = "<tr><th>id</th><th>query</th><th>relevant</th>" + "".join(
         f"<th>{html.escape(m)} nDCG@10</th><th>{html.escape(m)} top 5</th>" for m in modes
     ) + "</tr>"
-    title = f"kbagent eval retrieval: {report.dataset}"
+    intro = (f"KB <code>{html.escape(report.kb)}</code>: {report.documents} documents, "
+             f"{report.chunks} chunks; embedding model <code>"
+             f"{html.escape(report.embedding_model)}</code>; {report.queries} queries.")
+    return _page(f"kbagent eval retrieval: {report.dataset}", intro, head + "".join(rows),
+                 "Per query", q_head + "".join(per_q))
+
+
+def _page(title: str, intro: str, summary: str, rows_title: str, rows: str) -> str:
+    """One self-contained page: title, intro, the summary table, the per-item table."""
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>KB <code>{html.escape(report.kb)}</code>: {report.documents} documents, "
-        f"{report.chunks} chunks; embedding model <code>{html.escape(report.embedding_model)}"
-        f"</code>; {report.queries} queries.</p><table>{head}{''.join(rows)}</table>"
-        f"<h2>Per query</h2><table>{q_head}{''.join(per_q)}</table></body></html>\n"
+        f"<p>{intro}</p><table>{summary}</table>"
+        f"<h2>{html.escape(rows_title)}</h2><table>{rows}</table></body></html>\n"
     )
 
 
-def write_retrieval_html(report: RetrievalReport, path: Path) -> None:
+def write_html(page: str, path: Path) -> None:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(retrieval_html(report), encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
+
+
+def write_retrieval_html(report: RetrievalReport, path: Path) -> None:
+    write_html(retrieval_html(report), path)
 
 
 def qa_html(report: QaReport) -> str:
@@ -93,16 +103,10 @@ def qa_html(report: QaReport) -> str:
             r.question, r.answer, " | ".join(r.golds) or "(does not say)",
             ", ".join(r.cited_paths))) + _cell(verdict, cls) + _cell(r.steps, "n")
             + _cell(f"{r.latency_s:.1f}", "n") + "</tr>")
-    title = f"kbagent eval qa: {report.dataset}"
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>KB <code>{html.escape(report.kb)}</code>.</p><table>{head}{''.join(rows)}</table>"
-        f"<h2>Per question</h2><table>{q_head}{''.join(q_rows)}</table></body></html>\n"
-    )
+    return _page(f"kbagent eval qa: {report.dataset}",
+                 f"KB <code>{html.escape(report.kb)}</code>.", head + "".join(rows),
+                 "Per question", q_head + "".join(q_rows))
 
 
 def write_qa_html(report: QaReport, path: Path) -> None:
-    path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(qa_html(report), encoding="utf-8")
+    write_html(qa_html(report), path)
