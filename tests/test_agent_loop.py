@@ -377,3 +377,24 @@ def test_a_full_context_window_forces_the_final_answer_with_a_clear_reason(kb):
     assert result.stop_reason == "the context window is full"
     assert result.status == "limit" and "$499" in result.answer
     assert llm.calls[-1]["messages"][0].content.startswith("Answer the question using only")
+
+
+class _BreaksMidAnswer(ScriptedLLM):
+    """Streams part of an answer, then the backend fails (like a turn cut short)."""
+
+    def stream(self, messages, **kwargs):
+        yield from ("Retries use exponential backoff. ", "The base delay is two hun")
+        from kbagent.errors import BackendError
+
+        raise BackendError("the server went away")
+
+
+def test_an_answer_cut_short_keeps_whole_sentences_then_the_notice(kb):
+    result = run_to_result(Agent(_BreaksMidAnswer([]), [kb], AgentConfig(mode="rag")),
+                           "Explain retries")
+    answer = result.answer
+    assert "I could not write a full answer" in answer, answer
+    before = answer.split("I could not write a full answer")[0]
+    # the half sentence is dropped, not glued to the notice ("...two hunI could not...")
+    assert "two hun" not in answer and not re.search(r"[a-z]I could not", answer)
+    assert before == "" or before.endswith("\n\n"), repr(before[-40:])

@@ -410,6 +410,10 @@ class Agent:
         text = f"I could not write a full answer ({reason})."
         if evidence:
             text += " The most relevant passages found:\n" + evidence
+        # a cut-off model answer keeps its whole sentences; the notice starts apart
+        s.processor.drop_unfinished()
+        if s.processor.sentences:
+            text = "\n\n" + text
         s.processor.auto_cite = False
         for sent in s.processor.feed(text) + s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
