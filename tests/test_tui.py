@@ -344,7 +344,7 @@ def test_an_unknown_kb_is_a_notification_and_the_others_are_served(sample_settin
     async def scenario(pilot):
         messages = [n.message for n in pilot.app._notifications]
         assert any("KB 'nope' is not served" in m and "unknown KB" in m for m in messages)
-        assert pilot.app.sub_title.endswith("KBs: sample")
+        assert pilot.app.sub_title.endswith("KBs: sample · as: anonymous")
         assert len(list(pilot.app.screen.query(Card))) == 4  # the good KB still serves
 
     drive(app, scenario)
