@@ -44,7 +44,7 @@ from kbagent.agent.react import (
 )
 from kbagent.agent.router import route
 from kbagent.agent.schema import ArgumentError, example_args, validate
-from kbagent.agent.state import AgentConfig, RunState
+from kbagent.agent.state import AgentConfig, RunState, evidence_lines, final_sources
 from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
@@ -348,7 +348,7 @@ class Agent:
         s.stop_reason = s.stop_reason or reason
         started = time.perf_counter()
         yield StepStarted(step, kind="answer" if rag else "forced-final")
-        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in self._final_sources(s)]
+        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in final_sources(s, FINAL_SOURCES)]
         s.messages = [Message("system", prompts.FINAL_SYSTEM),
                       Message("user", prompts.sources_message(s.question, sources, s.notes))]
         completion, _, ended = yield from self._turn(s, step, None,
@@ -360,16 +360,6 @@ class Agent:
             return
         self._record(s, step, "", None, None, None, completion, started, 0.0)
         yield from self._finish(s, "answered" if rag else "limit")
-
-    @staticmethod
-    def _final_sources(s: RunState) -> list[Any]:
-        """The first hits (the question's own search) and the newest finds (a
-        targeted read late in the loop), at most FINAL_SOURCES, in ledger order."""
-        cites = list(s.ledger)
-        if len(cites) <= FINAL_SOURCES:
-            return cites
-        first = FINAL_SOURCES // 2
-        return cites[:first] + cites[len(cites) - (FINAL_SOURCES - first):]
 
     def _finish(self, s: RunState, status: str) -> Iterator[Event]:
         if s.last_finish in ("length", "repetition"):  # cut off: no half sentence at the end
@@ -397,16 +387,10 @@ class Agent:
                        for x in s.processor.sentences if x.text.strip()],
             usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
 
-    def _evidence_lines(self, s: RunState, limit: int = 3) -> str:
-        lines = []
-        for c in list(s.ledger)[:limit]:
-            lines.append(f"- {c.excerpt(110)} [{c.n}]")
-        return "\n".join(lines)
-
     def _fallback_answer(self, s: RunState, status: str, reason: str) -> Iterator[Event]:
         """No model answer could be written: say so and show the best evidence."""
         s.stop_reason = s.stop_reason or reason
-        evidence = self._evidence_lines(s)
+        evidence = evidence_lines(s)
         text = f"I could not write a full answer ({reason})."
         if evidence:
             text += " The most relevant passages found:\n" + evidence
@@ -422,7 +406,7 @@ class Agent:
     def _cancelled(self, s: RunState) -> Iterator[Event]:
         s.stop_reason = "cancelled"
         yield ErrorEvent("cancelled by the user", kind="cancelled")
-        evidence = self._evidence_lines(s, limit=5)
+        evidence = evidence_lines(s, limit=5)
         text = "Stopped before an answer was written."
         if evidence:
             text += " Evidence gathered so far:\n" + evidence

@@ -69,3 +69,18 @@ class RunState:
         self.usage.prompt_evaluated += c.prompt_evaluated
         self.usage.completion_tokens += c.completion_tokens
         self.usage.llm_calls += 1
+
+
+def final_sources(s: RunState, limit: int) -> list[Any]:
+    """The first hits (the question's own search) and the newest finds (a targeted
+    read late in the loop), at most ``limit``, in ledger order."""
+    cites = list(s.ledger)
+    if len(cites) <= limit:
+        return cites
+    first = limit // 2
+    return cites[:first] + cites[len(cites) - (limit - first):]
+
+
+def evidence_lines(s: RunState, limit: int = 3) -> str:
+    """The first sources gathered, one cited line each (for a stopped answer)."""
+    return "\n".join(f"- {c.excerpt(110)} [{c.n}]" for c in list(s.ledger)[:limit])
