@@ -46,6 +46,7 @@ class Settings:
     embed_model: str = ""  # model name to send to it (default: the one it reports)
     embed_timeout: float = 30.0  # seconds per embeddings request
     bm25_first_chunks: int = 2000  # a first ingest this big is searchable (BM25) before embedding
+    vectors_publish_s: float = 30.0  # meanwhile, publish the vectors made so far this often
     # LLM
     llm_model: str = "bundled"  # "bundled" or a path to a GGUF file
     llm_url: str = ""  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1

@@ -106,3 +106,82 @@ def test_the_bm25_only_generation_enforces_access(make_folder, kb_home, embedder
     execs = Principal("maya", frozenset({"executives"}))
     assert searcher.search("CEO base salary 385,000", k=10, principal=execs).hits[0].path \
         == "hr/pay.md"
+
+
+def test_vectors_become_searchable_as_embedding_progresses(make_folder, kb_home, embedder,
+                                                           monkeypatch):
+    """Each embedded group is published into the BM25-only generation: a search in
+    the middle of the ingest fuses the vectors made so far (and says how many), a
+    Ctrl-C keeps them, and the re-run publishes them again before embedding more."""
+    import kbagent.kb.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "EMBED_GROUP", 2)
+    s = Settings.load(bm25_first_chunks=1, vectors_publish_s=1e-9)
+    src = make_folder(SMALL_DOCS)
+    seen: list[tuple[int, int, bool]] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase != "embed" or done == 0:
+            return
+        kb = KnowledgeBase(s, "k")
+        seen.append((len(kb.vectors), kb.chunks, kb.vectors_pending))
+        if done >= 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Ingestor(s, "k", embedder=embedder, progress=progress).run(src)
+    assert seen == [(2, seen[0][1], True), (4, seen[0][1], True)] and seen[0][1] > 4
+    kb = KnowledgeBase(s, "k")
+    assert kb.vectors_pending and kb.vectors_partial and len(kb.vectors) == 4
+    all_ids = [cid for (cid,) in kb.store.conn.execute("SELECT id FROM chunks").fetchall()]
+    embedded = set(kb.vectors.get(all_ids))
+    result = HybridSearcher([kb]).search("exponential backoff retries", k=10, mode="vector")
+    assert result.partial_kbs == {"k": (4, kb.chunks)} and not result.bm25_only_kbs
+    assert len(result.hits) == 4 and {h.chunk_id for h in result.hits} == embedded
+    hybrid = HybridSearcher([kb]).search("exponential backoff", k=3)
+    assert hybrid.hits[0].path == "guide/retry.md" and hybrid.partial_kbs
+    # the CLI says how far the vectors are
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KBAGENT_HOME=str(kb_home))
+    proc = subprocess.run([sys.executable, "-m", "kbagent", "search", "exponential backoff"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"vectors still being built (4 of {kb.chunks} chunks so far" in proc.stderr
+    # a re-run republishes the 4 at once (embedding cache), then finishes the KB
+    first: list[int] = []
+
+    def at_start(phase: str, done: int, total: int) -> None:
+        if phase == "embed" and not first:
+            first.append(len(KnowledgeBase(s, "k").vectors))
+
+    Ingestor(s, "k", embedder=embedder, progress=at_start).run(src)
+    assert first == [4]
+    kb = KnowledgeBase(s, "k")
+    assert not kb.vectors_pending and len(kb.vectors) == kb.chunks
+    assert not HybridSearcher([kb]).search("exponential backoff", k=3).partial_kbs
+
+
+def test_a_reader_sees_vectors_published_after_it_opened(make_folder, kb_home, embedder,
+                                                         monkeypatch):
+    """A long-lived reader (the TUI) picks up vectors published into the same
+    BM25-only generation on its next search."""
+    import kbagent.kb.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "EMBED_GROUP", 2)
+    s = Settings.load(bm25_first_chunks=1, vectors_publish_s=1e-9)
+    readers: list[KnowledgeBase] = []
+    counts: list[int] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase != "embed":
+            return
+        if not readers:
+            readers.append(KnowledgeBase(s, "k"))  # opened with no vectors
+        assert readers[0].refresh() == (done > 0)
+        counts.append(len(readers[0].vectors))
+        if done >= 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Ingestor(s, "k", embedder=embedder, progress=progress).run(make_folder(SMALL_DOCS))
+    assert counts == [0, 2, 4]
+    readers[0].close()

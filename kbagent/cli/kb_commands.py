@@ -226,6 +226,10 @@ def search(
         warn(f"KB '{name}' failed: {reason}")
     for name in result.bm25_only_kbs:
         warn(f"KB '{name}': vectors still being built: BM25 only")
+    for name, (have, total) in result.partial_kbs.items():
+        scope = "BM25 covers every chunk" if mode.value == "hybrid" else "only those are searched"
+        warn(f"KB '{name}': vectors still being built ({have:,} of {total:,} chunks so far; "
+             f"{scope})")
     for notice in result.notices:
         warn(notice)
     if result.failed_kbs and all(kb.name in result.failed_kbs for kb in kbs):

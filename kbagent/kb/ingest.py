@@ -25,7 +25,7 @@ import numpy as np
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
 from kbagent.kb import symbol_index
 from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
-from kbagent.kb.bm25_first import is_pending, publish_bm25_first
+from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.embedder import (
     Embedder,
@@ -126,6 +126,7 @@ class Ingestor:
         self.dir = kb_dir(settings, name)
         self._embedder = embedder
         self._rules = self._old_rules = AccessRules()  # this run's and the base's .kbaccess
+        self._partial: PartialVectors | None = None  # a BM25-only generation's vectors
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
@@ -199,9 +200,11 @@ class Ingestor:
             return report
 
         n_chunks = sum(len(p.chunks) for p in pending)
+        self._partial = None
         if (not base_gen or base_pending) and 0 < self.settings.bm25_first_chunks <= n_chunks:
-            base_gen = publish_bm25_first(self, source, base_gen, pending, _model_of(model_id),
-                                          self.embedder.dim)
+            self._partial = publish_bm25_first(self, source, base_gen, pending,
+                                               _model_of(model_id), self.embedder.dim)
+            base_gen = self._partial.gen
         self._build(source, report, base_gen, base_manifest, base_docs, pending, removed,
                     model_id)
         report.files.sort(key=lambda f: f.path)
@@ -488,6 +491,9 @@ class Ingestor:
         have.update(cache.get(missing))
         todo = [h for h in texts if h not in have]
         total = len(todo)
+        partial = self._partial  # a BM25-only generation is published (bm25_first.py)
+        if partial is not None:  # vectors a Ctrl-C'd run made are searchable at once
+            partial.offer(have, now=True)
         self._progress("embed", 0, total)
         for i in range(0, total, EMBED_GROUP):
             group = todo[i : i + EMBED_GROUP]
@@ -499,6 +505,8 @@ class Ingestor:
             fresh = dict(zip(group, vecs, strict=True))
             cache.put(fresh)
             have.update(fresh)
+            if partial is not None:
+                partial.offer(have)
             self._progress("embed", min(i + EMBED_GROUP, total), total)
         report.chunks_embedded = total
         return have

@@ -209,9 +209,9 @@ class KnowledgeBase:
                 f"KB '{self.name}' is corrupted ({what}); {rebuild_hint(self.name, manifest)}"
             ) from e
         n_lex = lexical.num_docs()
-        # a BM25-only generation (kb/bm25_first.py) has no vectors yet, by design
+        # a BM25-only generation (kb/bm25_first.py) holds the vectors made so far
         pending = bool(manifest.get("vectors_pending"))
-        if n_lex != chunks or (len(vectors) != chunks and not (pending and len(vectors) == 0)):
+        if n_lex != chunks or (len(vectors) != chunks and not (pending and len(vectors) < chunks)):
             raise KbCorruptError(
                 f"KB '{self.name}' is inconsistent ({chunks} chunks, {n_lex} in BM25 index, "
                 f"{len(vectors)} vectors); {rebuild_hint(self.name, manifest)}"
@@ -223,6 +223,7 @@ class KnowledgeBase:
         self.lexical = lexical
         self.vectors = vectors
         self.vectors_pending = pending
+        self._vectors_mark = _mark(gen_dir / "vectors.usearch") if pending else None
         self.documents = docs
         self.chunks = chunks
         self._denied: dict[frozenset[str], frozenset[int]] = {}
@@ -232,14 +233,24 @@ class KnowledgeBase:
 
         The old store is *not* closed here: another thread (a UI's search while the
         agent reads) may still be using it. It is kept and closed by :meth:`close`."""
-        if current_generation(self.dir) == self.generation:
+        if current_generation(self.dir) == self.generation and not self._more_vectors():
             return False
         with self._refresh_lock:
-            if current_generation(self.dir) == self.generation:
+            if current_generation(self.dir) == self.generation and not self._more_vectors():
                 return False  # another thread reopened it meanwhile
             self._retired.append(self.store)
             self._open()
         return True
+
+    def _more_vectors(self) -> bool:
+        """A BM25-only generation whose ingest published more vectors since we opened it."""
+        return self.vectors_pending and _mark(self.gen_dir / "vectors.usearch") != \
+            self._vectors_mark
+
+    @property
+    def vectors_partial(self) -> bool:
+        """Vectors are still being built, and some are searchable already."""
+        return self.vectors_pending and len(self.vectors) > 0
 
     def denied_chunks(self, principal: Principal) -> frozenset[int]:
         """Chunk ids ``principal`` may not read in this generation (cached per groups)."""
@@ -264,6 +275,14 @@ class KnowledgeBase:
         for store in [*self._retired, self.store]:
             store.close()
         self._retired.clear()
+
+
+def _mark(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def new_manifest(name: str, source: str, model_id: str, dim: int, settings: Settings) -> dict:

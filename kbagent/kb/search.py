@@ -32,6 +32,8 @@ class SearchResult:
     hits: list[Hit]
     failed_kbs: dict[str, str] = field(default_factory=dict)  # kb -> reason
     bm25_only_kbs: list[str] = field(default_factory=list)  # vectors still being built
+    # vectors still being built, some searchable: kb -> (chunks with vectors, chunks)
+    partial_kbs: dict[str, tuple[int, int]] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # e.g. a reranker that failed
 
 
@@ -74,7 +76,7 @@ class HybridSearcher:
         out: dict[str, np.ndarray] = {}
         for kb in self.kbs:
             space = kb.embedding_space
-            if space not in out and not getattr(kb, "vectors_pending", False):
+            if space not in out and not (kb.vectors_pending and len(kb.vectors) == 0):
                 embedder = self._embedder_for(space)
                 check_same_space(kb.name, space, embedder)
                 if embedder.dim != int(kb.manifest["embedding_dim"]):
@@ -108,6 +110,7 @@ class HybridSearcher:
             query_vectors = self.embed_query(query)
         failed: dict[str, str] = {}
         bm25_only: list[str] = []
+        partial: dict[str, tuple[int, int]] = {}
         # (kb, chunk_id) -> [bm25 rank, bm25 score, vector rank, vector score]
         evidence: dict[tuple[int, int], list] = {}
         for i, kb in enumerate(self.kbs):
@@ -117,12 +120,14 @@ class HybridSearcher:
                     found = kb.lexical.search(query, depth, principal)
                     for rank, (cid, score) in enumerate(found, 1):
                         evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
-                # vectors still being built (kb/bm25_first.py), or finished since the
-                # query was embedded: this KB answers by BM25 alone this time
+                # no vectors yet (kb/bm25_first.py), or some since the query was
+                # embedded without them: this KB answers by BM25 alone this time
                 vec = None if mode == "bm25" else query_vectors.get(kb.embedding_space)
-                if mode != "bm25" and (vec is None or getattr(kb, "vectors_pending", False)):
+                if mode != "bm25" and (vec is None or len(kb.vectors) == 0):
                     bm25_only.append(kb.name)
                 elif mode != "bm25":
+                    if kb.vectors_pending:  # the vectors made so far
+                        partial[kb.name] = (len(kb.vectors), kb.chunks)
                     denied = kb.denied_chunks(principal) if principal is not None else None
                     for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth, denied),
                                                         1):
@@ -164,4 +169,4 @@ class HybridSearcher:
         if self.reranker is not None:
             hits, notice = rerank_hits(self.reranker, query, hits)
             notices += [notice] if notice else []
-        return SearchResult(query, mode, hits[:k], failed, bm25_only, notices)
+        return SearchResult(query, mode, hits[:k], failed, bm25_only, partial, notices)
