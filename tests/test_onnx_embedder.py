@@ -157,3 +157,28 @@ def test_without_an_export_the_torch_path_is_used_with_a_notice(tmp_path, monkey
     assert len(err) == 1 and "using sentence-transformers" in err[0]
     with pytest.raises(Exception, match="cannot run"):
         load_embedder("bundled", runtime="onnx")
+
+
+def test_the_saved_optimised_graph_gives_the_same_vectors(tmp_path: Path):
+    """The first load saves onnxruntime's optimised graph beside the export; later
+    loads read it with optimisation off and must embed exactly as the export does. A
+    damaged saved graph is replaced, never an error."""
+    import shutil
+
+    from kbagent.kb.onnx_embedder import OnnxEmbedder
+
+    source = load_embedder("bundled", runtime="onnx")
+    folder = tmp_path / "export"
+    shutil.copytree(source.folder, folder,
+                    ignore=shutil.ignore_patterns("*.opt.onnx", "*.tmp"))
+    first = OnnxEmbedder(source.model_id, folder)
+    saved = list((folder / "onnx").glob("model.ort-*.opt.onnx"))
+    assert len(saved) == 1
+    again = OnnxEmbedder(source.model_id, folder)  # from the saved graph
+    a, b = first.encode(TEXTS), again.encode(TEXTS)
+    assert _cosines(a, b).min() >= 0.99999
+    assert _cosines(b, source.encode(TEXTS)).min() >= 0.99999
+    saved[0].write_bytes(b"not a graph")
+    damaged = OnnxEmbedder(source.model_id, folder)
+    assert _cosines(damaged.encode(TEXTS), a).min() >= 0.99999
+    assert saved[0].stat().st_size > 1000  # made again

@@ -25,10 +25,12 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from kbagent.errors import BadInputError, NotFoundError
+
+if TYPE_CHECKING:  # pathspec is imported where rules are parsed: not on the search path
+    import pathspec
 
 ACCESS_FILE = ".kbaccess"
 GROUP_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -176,6 +178,8 @@ def parse_access_rules(text: str, origin: str = ACCESS_FILE) -> AccessRules:
             raise BadInputError(f"{origin} line {number}: '{opened[0]}' cannot be combined "
                                 "with groups")
         groups = [] if opened else sorted(_groups(names, f"{origin} line {number}"))
+        import pathspec
+
         try:
             spec = pathspec.GitIgnoreSpec.from_lines([parts[0]])
         except Exception as e:  # pathspec raises its own pattern errors

@@ -245,17 +245,53 @@ class OnnxEmbedder:
     def _session(self, threads: int):
         sess = self._sessions.get(threads)
         if sess is None:
-            opts = self._ort.SessionOptions()
-            opts.intra_op_num_threads = threads  # 0 = onnxruntime's default (all cores)
-            opts.inter_op_num_threads = 1
-            opts.log_severity_level = 3
-            sess = self._ort.InferenceSession(self._path, opts,
-                                              providers=["CPUExecutionProvider"])
+            sess = self._new_session(threads)
             self._inputs = {i.name for i in sess.get_inputs()}
             names = [o.name for o in sess.get_outputs()]
             self._output = next((n for n in ("token_embeddings", "last_hidden_state")
                                  if n in names), names[0])
             self._sessions[threads] = sess
+        return sess
+
+    def _new_session(self, threads: int):
+        """An inference session. onnxruntime optimises the graph on every load (a third
+        of a cold ``kbagent search``'s model time), so the first load saves the
+        optimised graph beside the export, named for this onnxruntime version, and
+        later loads read it with optimisation off. The saved graph computes the same
+        vectors (checked by tests/test_onnx_embedder.py); an unreadable one is
+        removed and the export is loaded as usual."""
+        ort = self._ort
+
+        def options(level) -> object:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads  # 0 = onnxruntime's default (all cores)
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            opts.graph_optimization_level = level
+            return opts
+
+        levels = ort.GraphOptimizationLevel
+        cpu = ["CPUExecutionProvider"]
+        optimised = Path(self._path).with_suffix(f".ort-{ort.__version__}.opt.onnx")
+        if optimised.is_file():
+            try:
+                return ort.InferenceSession(str(optimised), options(levels.ORT_DISABLE_ALL),
+                                            providers=cpu)
+            except Exception:  # damaged or from another build: make it again
+                with contextlib.suppress(OSError):
+                    optimised.unlink()
+        # EXTENDED, not ALL: ALL adds layout changes tied to this CPU
+        opts = options(levels.ORT_ENABLE_EXTENDED)
+        tmp = optimised.with_name(f"{optimised.name}.{os.getpid()}.tmp")
+        opts.optimized_model_filepath = str(tmp)
+        try:
+            sess = ort.InferenceSession(self._path, opts, providers=cpu)
+        except Exception:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        with contextlib.suppress(OSError):  # a read-only cache still works, unsaved
+            os.replace(tmp, optimised)
         return sess
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,6 +60,9 @@ class HttpReranker:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        import urllib.error  # here: not on the path of a search without a reranker
+        import urllib.request
+
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
