@@ -98,6 +98,8 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
     latencies: list[float] = []
     append_cost: list[tuple[int, float]] = []  # (chars so far, seconds in append)
     lags: list[float] = []
+    lag_at: list[tuple[float, int, float]] = []  # (lag, answer characters then, when)
+    final_at: list[float] = []  # when the Final event left the agent
     streaming = threading.Event()
 
     # (a) stamp events as they leave the agent (the worker thread's side)
@@ -106,6 +108,8 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
 
     def stamped_ask(*args: Any, **kwargs: Any):
         for ev in original_ask(*args, **kwargs):
+            if type(ev).__name__ == "Final":
+                final_at.append(time.perf_counter())
             if type(ev).__name__ == "AnswerDelta":
                 emitted[id(ev)] = now = time.perf_counter()
                 order.append(now)
@@ -160,6 +164,9 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
                 now = time.perf_counter()
                 if streaming.is_set():
                     lags.append(now - last[0] - 0.010)
+                    chars = len(screen_ref[0].turns[-1].answer_text) \
+                        if screen_ref and screen_ref[0].turns else 0
+                    lag_at.append((now - last[0] - 0.010, chars, now))
                 elif measuring[0]:
                     baseline.append(now - last[0] - 0.010)
                 last[0] = now
@@ -200,6 +207,11 @@ async def measure(settings: Any, tokens: list[str], rate: float) -> dict[str, An
         "lat_p50_ms": pct(latencies, 50) * 1000, "lat_p95_ms": pct(latencies, 95) * 1000,
         "lat_max_ms": max(latencies, default=float("nan")) * 1000, "lat_n": len(latencies),
         "lag_max_ms": max(lags, default=float("nan")) * 1000,
+        "worst_lags": [(round(lag * 1000, 1), chars) for lag, chars, _ in sorted(lag_at)[-5:]],
+        # the frame that ends the run (references, badges, input enabled) apart
+        "lag_tokens_max_ms": max((lag for lag, _, when in lag_at
+                                  if not final_at or when < final_at[0]),
+                                 default=float("nan")) * 1000,
         "lag_p99_ms": pct(lags, 99) * 1000,
         "base_max_ms": max(baseline, default=float("nan")) * 1000,
         "base_p99_ms": pct(baseline, 99) * 1000,
@@ -245,6 +257,9 @@ def main() -> None:
     print(f"(c) CPU while streaming: process {r['cpu_stream']:.1%} of a core (UI thread "
           f"{r['ui_cpu_stream']:.1%}; target < 60%); idle after: {r['cpu_idle']:.2%} "
           "(target < 2%)")
+    print(f"(b) worst lag while tokens stream (before the Final event): "
+          f"{r['lag_tokens_max_ms']:.1f} ms; five worst (ms, answer characters then): "
+          f"{r['worst_lags']}")
     print(f"(d) append time, first 10% of chars: {r['first10_ms']:.1f} ms over "
           f"{r['first10_n']} appends; last 10%: {r['last10_ms']:.1f} ms over "
           f"{r['last10_n']} appends; last/first {r['ratio']:.2f}x (target < 1.5x; per "

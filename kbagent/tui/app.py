@@ -220,7 +220,10 @@ class KbApp(App):
         self.call_after_refresh(lambda: getattr(self.screen, action)())
 
     def on_unmount(self) -> None:
+        import gc
+
         self.session.cancel()
+        gc.enable()  # paused during a run (tui/ask.py pause_collector)
 
 
 def code_outline(kb: Any, path: str) -> list[tuple[int, str, str]]:
