@@ -252,8 +252,13 @@ def test_browse_opens_a_document_with_chunk_boundaries_at_a_line(sample_settings
         # open the same document at a line far down: the view scrolls there
         app.open_document("sample", "finance/q1_2026_report.md", (50, 52))
         await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen))
-        await pilot.pause(0.2)
-        assert pilot.app.screen.query_one("#document").scroll_y > 0
+        # the scroll follows the layout: wait for it rather than a fixed pause
+
+        def scrolled() -> bool:
+            views = pilot.app.screen.query("#document")
+            return bool(views) and views.first().scroll_y > 0
+
+        await until(pilot, scrolled, timeout=30)
 
     drive(app, scenario, size=(100, 20))
 
