@@ -23,6 +23,7 @@ from kbagent.cli.common import (
     stdout_console,
 )
 from kbagent.errors import BadInputError, ExitCode, KbagentError
+from kbagent.settings import default
 
 
 class Mode(StrEnum):
@@ -59,13 +60,16 @@ def ask(
     llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name to send to "
                                                   "the server.", show_default=False)] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, max=50,
-                                                  help="Step limit (default 5).",
+                                                  help="Step limit "
+                                                  f"(default {default('max_steps')}).",
                                                   show_default=False)] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", min=100,
-                                                     help="Tokens per question (default 24000).",
+                                                     help="Tokens per question "
+                                                     f"(default {default('token_budget')}).",
                                                      show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=1.0,
-                                                     help="Seconds per question (default 180).",
+                                                     help="Seconds per question "
+                                                     f"(default {default('time_limit'):g}).",
                                                      show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result.")] = False,
     as_jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream events as JSON lines.")] = (

@@ -23,6 +23,7 @@ from kbagent.cli.common import (
     warn,
 )
 from kbagent.errors import KbagentError
+from kbagent.settings import default
 
 
 class ReportFormat(StrEnum):
@@ -196,7 +197,7 @@ def search(
         "local sentence-transformers CrossEncoder folder.", show_default=False)] = None,
     rerank_top_n: Annotated[int | None, typer.Option(
         "--rerank-top-n", min=1, max=1000, help="How many fused hits the reranker reorders "
-        "(default 20).", show_default=False)] = None,
+        f"(default {default('rerank_top_n')}).", show_default=False)] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
     from kbagent.kb.embedder import embedder_for_space
