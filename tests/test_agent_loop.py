@@ -64,7 +64,7 @@ def test_composite_question_searches_twice_and_calculates_before_answering(kb):
     obs = [e for e in events if isinstance(e, Observation)]
     assert obs[2].text == "66.2 - 71.4 = -5.2"
     assert obs[0].citations and obs[0].summary.startswith("5 hits")
-    assert any("q3_2026_report" in s for s in obs[1].sources)
+    assert any("q3_2026_report" in s.path for s in obs[1].sources)
     assert result.status == "answered" and result.mode == "agent"
     assert "66.2%" in result.answer and "[" in result.answer  # citations placed by the harness
     assert len(result.steps) == 4

@@ -9,6 +9,7 @@ from typing import Any
 
 from kbagent.agent.citations import AnswerProcessor, CitationLedger
 from kbagent.agent.events import StepRecord, Usage
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
 from kbagent.settings import default
@@ -16,8 +17,8 @@ from kbagent.settings import default
 
 @dataclass
 class AgentConfig:
-    mode: str = "auto"  # auto | agent | rag | direct
-    tools: str = "knowledge"  # knowledge | full
+    mode: str = AskMode.AUTO  # auto | agent | rag | direct
+    tools: str = ToolSet.KNOWLEDGE  # knowledge | full
     # code_* tools in knowledge mode too (full always has them)
     code_tools: bool = default("code_tools")
     # the limits default to the settings' defaults (kbagent/settings.py owns them)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
 from kbagent.cli.common import (
     AS_HELP,
@@ -26,18 +26,6 @@ from kbagent.errors import BadInputError, ExitCode, KbagentError
 from kbagent.settings import default
 
 
-class Mode(StrEnum):
-    auto = "auto"
-    agent = "agent"
-    rag = "rag"
-    direct = "direct"
-
-
-class ToolSet(StrEnum):
-    knowledge = "knowledge"
-    full = "full"
-
-
 @app.command()
 @handles_errors
 def ask(
@@ -45,11 +33,11 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to use (repeatable; default: "
                                                  "all).", show_default=False)] = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="auto: pick per question; agent: the "
+    mode: Annotated[AskMode, typer.Option("--mode", help="auto: pick per question; agent: the "
                                        "ReAct loop; rag: one search then answer; direct: no "
-                                       "retrieval.")] = Mode.auto,
+                                       "retrieval.")] = AskMode.AUTO,
     tools: Annotated[ToolSet, typer.Option("--tools", help="full adds calculate and plan.")] = (
-        ToolSet.knowledge),
+        ToolSet.KNOWLEDGE),
     model: Annotated[str | None, typer.Option(
         "--model", help="GGUF file (default: the bundled SmolLM2-135M-Instruct).",
         show_default=False)] = None,
@@ -98,7 +86,7 @@ def ask(
     principal = principal_from(settings, as_user, groups)
     session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
                       token_budget=token_budget, time_limit=time_limit, principal=principal)
-    if not (mode is Mode.direct and not kb):
+    if not (mode is AskMode.DIRECT and not kb):
         opened = session.open_kbs()
         for name, reason in opened.failed.items():
             stderr_console().print(f"[yellow]warning:[/] KB '{name}' failed: {reason}")

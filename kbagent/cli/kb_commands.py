@@ -23,18 +23,13 @@ from kbagent.cli.common import (
     warn,
 )
 from kbagent.errors import KbagentError
+from kbagent.kb.models import SearchMode
 from kbagent.settings import default
 
 
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
-
-
-class SearchMode(StrEnum):
-    hybrid = "hybrid"
-    bm25 = "bm25"
-    vector = "vector"
 
 
 EMBED_URL_OPTION = typer.Option(
@@ -182,7 +177,7 @@ def search(
     k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=1000,
                                    help="Number of hits.")] = 10,
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retriever(s) to use.")] = (
-        SearchMode.hybrid
+        SearchMode.HYBRID
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
