@@ -24,6 +24,7 @@ install: $(STAMP)
 
 lint: install
 	$(PY) -m ruff check kbagent tests bench scripts
+	$(VENV)/bin/lint-imports  # layer contracts in pyproject.toml [tool.importlinter]
 
 test: install lint
 	$(PY) -m pytest -q

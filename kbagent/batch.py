@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
 
-MODES = ("auto", "agent", "rag", "direct")
-TOOL_SETS = ("knowledge", "full")
+MODES = tuple(m.value for m in AskMode)
+TOOL_SETS = tuple(t.value for t in ToolSet)
 
 
 @dataclass

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.agent.cancel import CancelToken
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.settings import Settings
 
 LAST_ANSWER = "last_answer.json"
-MODES = ("auto", "agent", "rag", "direct")
-TOOL_SETS = ("knowledge", "full")
+MODES = tuple(m.value for m in AskMode)  # for pickers (the TUI's options)
+TOOL_SETS = tuple(t.value for t in ToolSet)
 
 
 @dataclass
@@ -162,7 +163,8 @@ class Session:
     searches from other threads (KB refresh never closes a store in use)."""
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
-                 mode: str = "auto", tools: str = "knowledge", max_steps: int | None = None,
+                 mode: str = AskMode.AUTO, tools: str = ToolSet.KNOWLEDGE,
+                 max_steps: int | None = None,
                  token_budget: int | None = None, time_limit: float | None = None,
                  llm: Any = None, principal: Principal = ANONYMOUS) -> None:
         if mode not in MODES:

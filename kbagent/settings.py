@@ -118,28 +118,78 @@ class Settings:
             setattr(self, key, _coerce(key, types[key], raw, origin))
 
 
+def default(name: str) -> Any:
+    """The default of setting ``name``: the one source that the agent's config,
+    function signatures and CLI help text ("default 5") read."""
+    f = _FIELDS[name]
+    if f.default is dataclasses.MISSING:
+        raise KeyError(f"setting {name!r} has no plain default")
+    return f.default
+
+
 def _coerce(key: str, typ: Any, raw: Any, origin: str) -> Any:
     name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    validator = VALIDATORS[name]  # every field type has one (tests check it)
     try:
-        if name == "int":
-            return int(raw)
-        if name == "float":
-            return float(raw)
-        if name == "bool":
-            return _bool(raw)
-        if name == "Path":
-            return Path(str(raw)).expanduser()
-        return str(raw)
+        return validator(raw)
     except (TypeError, ValueError) as e:
         raise BadInputError(f"setting {key!r} from {origin} must be {name}, got {raw!r}") from e
 
 
+# One validator per field type. Values come from TOML (already typed) or the
+# environment (always text); each accepts both and refuses anything it would
+# have to guess at (a bool for an int, 2.5 for an int, a list for a string).
 def _bool(raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
-    text = str(raw).strip().lower()
+    if isinstance(raw, int) and raw in (0, 1):
+        return bool(raw)
+    if not isinstance(raw, str):
+        raise TypeError(raw)
+    text = raw.strip().lower()
     if text in ("1", "true", "yes", "on"):
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(raw)
+
+
+def _int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise TypeError(raw)
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        if not raw.is_integer():
+            raise ValueError(raw)
+        return int(raw)
+    if not isinstance(raw, str):
+        raise TypeError(raw)
+    return int(raw.strip())
+
+
+def _float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise TypeError(raw)
+    if isinstance(raw, int | float):
+        return float(raw)
+    if not isinstance(raw, str):
+        raise TypeError(raw)
+    return float(raw.strip())
+
+
+def _str(raw: Any) -> str:
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        raise TypeError(raw)
+    return str(raw)
+
+
+def _path(raw: Any) -> Path:
+    if not isinstance(raw, str | Path):
+        raise TypeError(raw)
+    return Path(raw).expanduser()
+
+
+VALIDATORS: dict[str, Any] = {"bool": _bool, "int": _int, "float": _float, "str": _str,
+                              "Path": _path}
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}

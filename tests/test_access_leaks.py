@@ -89,7 +89,7 @@ def test_no_tool_shows_the_plan_to_a_caller_without_the_group(kb):
     ctx = tool_ctx(kb, ANONYMOUS)
     for name, args in TOOL_PROBES:
         out = call(ctx, name, args)
-        assert not leaked(out.text + out.summary + " ".join(out.sources),
+        assert not leaked(out.text + out.summary + " ".join(map(str, out.sources)),
                           json.dumps(args)), (name, args, out.text)
     assert not any(c.path == PLAN for c in ctx.ledger)
     # a group that is not executives does not help either

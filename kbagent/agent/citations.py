@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from kbagent.agent.events import DocumentReferences, ReferenceChunk
+
 DEFAULT_CAP = 100
 MIN_LCS = 20  # characters (CJK characters count 2.5) for a copied-sentence match
 PARAPHRASE_OVERLAP = 0.6  # share of the sentence's content words found in a chunk
@@ -169,21 +171,26 @@ class CitationLedger:
         self._items.append(c)
         return c.n
 
-    def references(self, numbers: set[int] | None,
-                   support: dict[int, bool | None] | None = None) -> list[dict[str, Any]]:
+    def reference_records(self, numbers: set[int] | None,
+                          support: dict[int, bool | None] | None = None
+                          ) -> list[DocumentReferences]:
         """References grouped by document (first-cited document first)."""
         support = support or {}
-        groups: dict[tuple[str, str], dict[str, Any]] = {}
+        groups: dict[tuple[str, str], DocumentReferences] = {}
         for c in self._items:
             if numbers is not None and c.n not in numbers:
                 continue
-            g = groups.setdefault((c.kb, c.path), {"kb": c.kb, "path": c.path, "chunks": []})
-            g["chunks"].append({
-                "n": c.n, "kb": c.kb, "path": c.path, "start_line": c.start_line,
-                "end_line": c.end_line, "score": c.score, "tool": c.tool,
-                "heading": c.heading, "excerpt": c.excerpt(), "supported": support.get(c.n),
-            })
+            g = groups.setdefault((c.kb, c.path), DocumentReferences(c.kb, c.path))
+            g.chunks.append(ReferenceChunk(
+                n=c.n, kb=c.kb, path=c.path, start_line=c.start_line, end_line=c.end_line,
+                score=c.score, tool=c.tool, heading=c.heading, excerpt=c.excerpt(),
+                supported=support.get(c.n)))
         return list(groups.values())
+
+    def references(self, numbers: set[int] | None,
+                   support: dict[int, bool | None] | None = None) -> list[dict[str, Any]]:
+        """:meth:`reference_records` as the JSON payload (``AgentResult.references``)."""
+        return [d.to_json() for d in self.reference_records(numbers, support)]
 
 
 # ---------------------------------------------------------------- markers

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbagent.agent.events import Source
 from kbagent.errors import KbagentError
 from kbagent.kb.symbol_index import NoSymbolIndex, SymbolHit, SymbolIndex
 
@@ -39,7 +40,7 @@ def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0) -> tuple[li
 
     lines: list[str] = []
     cites: list[int] = []
-    sources: list[str] = []
+    sources: list[Source] = []
     by_file: dict[tuple[str, str], list[SymbolHit]] = {}
     for h in hits[:MAX_SHOWN]:
         by_file.setdefault((h.kb, h.path), []).append(h)
@@ -55,7 +56,7 @@ def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0) -> tuple[li
             lines.append(f"{label}{_where(ctx, kb, path)}:{h.line} ({what}): {h.text.strip()}")
             if n:
                 cites.append(n)
-            sources.append(f"{path}:{h.line}")
+            sources.append(Source(path, h.line))
     if len(hits) > MAX_SHOWN:
         lines.append(f"… {len(hits) - MAX_SHOWN} more not shown")
     return lines, list(dict.fromkeys(cites)), sources

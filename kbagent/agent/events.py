@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from kbagent.agent.kinds import ErrorKind, Status, StepKind
+
 
 @dataclass
 class Event:
@@ -22,7 +24,7 @@ class Event:
 class StepStarted(Event):
     type: ClassVar[str] = "step"
     step: int
-    kind: str = "llm"  # llm | forced-final | retrieval
+    kind: StepKind = StepKind.LLM  # llm | retrieval | forced-final | answer
 
 
 @dataclass
@@ -43,6 +45,23 @@ class Action(Event):
     thought: str = ""
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where an observation's hit lies: a file, a line, or a line range. Written as
+    ``path``, ``path:line`` or ``path:start-end`` in event JSON and for people."""
+
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None  # None with a start_line: a single line
+
+    def __str__(self) -> str:
+        if self.start_line is None:
+            return self.path
+        if self.end_line is None:
+            return f"{self.path}:{self.start_line}"
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
 @dataclass
 class Observation(Event):
     type: ClassVar[str] = "observation"
@@ -52,11 +71,14 @@ class Observation(Event):
     text: str  # what the model sees
     ok: bool = True
     citations: list[int] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
     cached: bool = False
     tokens: int = 0  # LLM tokens of the step that produced the action
     ms: float = 0.0  # wall time of the step (LLM + tool)
     tool_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "sources": [str(s) for s in self.sources]}
 
 
 @dataclass
@@ -72,7 +94,7 @@ class AnswerDelta(Event):
 class ErrorEvent(Event):
     type: ClassVar[str] = "error"
     message: str
-    kind: str = "error"  # error | limit | cancelled | protocol
+    kind: ErrorKind = ErrorKind.ERROR  # error | cancelled | protocol
 
 
 @dataclass
@@ -117,12 +139,44 @@ class Usage:
 
 
 @dataclass
+class ReferenceChunk:
+    """One cited chunk: badge number, where it lies, how it was found, what it says."""
+
+    n: int
+    kb: str
+    path: str
+    start_line: int
+    end_line: int
+    score: float | None  # retrieval score; None for text read by kb_cat or kb_grep
+    tool: str
+    heading: str
+    excerpt: str
+    supported: bool | None  # does it back the sentences that cite it (None: not checked)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DocumentReferences:
+    """The cited chunks of one document (the references payload groups by document)."""
+
+    kb: str
+    path: str
+    chunks: list[ReferenceChunk] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kb": self.kb, "path": self.path, "chunks": [c.to_json() for c in self.chunks]}
+
+
+@dataclass
 class AgentResult:
     question: str
     answer: str
     mode: str
-    status: str  # answered | limit | cancelled | error
+    status: Status  # answered | limit | cancelled | error
     steps: list[StepRecord] = field(default_factory=list)
+    # DocumentReferences.to_json() each: results also come back from traces and history
     references: list[dict[str, Any]] = field(default_factory=list)
     all_references: list[dict[str, Any]] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)

@@ -32,6 +32,18 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.agent.kinds import (
+    DONE,
+    GO_ON,
+    AskMode,
+    ErrorKind,
+    FinishReason,
+    SearchFirst,
+    Status,
+    StepKind,
+    ToolSet,
+    TurnEnd,
+)
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.react import (
     ANSWER_STOP,
@@ -51,7 +63,6 @@ from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 
-MODES = ("auto", "agent", "rag", "direct")
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
@@ -67,13 +78,13 @@ class Agent:
         self.llm = llm
         self.kbs = {kb.name: kb for kb in kbs}
         self.config = config or AgentConfig()
-        if self.config.mode not in MODES:
+        if self.config.mode not in tuple(AskMode):
             raise BadInputError(f"unknown mode {self.config.mode!r} (choose from "
-                                f"{', '.join(MODES)})")
-        if self.config.search_first not in ("question", "model", "off"):
+                                f"{', '.join(AskMode)})")
+        if self.config.search_first not in tuple(SearchFirst):
             raise BadInputError(f"unknown search_first {self.config.search_first!r} "
                                 "(question, model or off)")
-        if self.config.tools not in ("knowledge", "full"):
+        if self.config.tools not in tuple(ToolSet):
             raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
         self.searcher = searcher or HybridSearcher(kbs)
         self.principal = principal  # fixed for this agent: no text can change it
@@ -102,8 +113,8 @@ class Agent:
 
     def _run(self, question: str) -> Iterator[Event]:
         cfg = self.config
-        mode = route(question) if cfg.mode == "auto" else cfg.mode
-        if mode != "direct" and not self.kbs:
+        mode = route(question) if cfg.mode == AskMode.AUTO else AskMode(cfg.mode)
+        if mode != AskMode.DIRECT and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
                           principal=self.principal)
@@ -113,9 +124,9 @@ class Agent:
                  registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from self._cancelled(s)
-        elif mode == "direct":
+        elif mode == AskMode.DIRECT:
             yield from self._direct(s)
-        elif mode == "rag":
+        elif mode == AskMode.RAG:
             yield from self._rag(s)
         else:
             yield from self._agent(s)
@@ -178,34 +189,35 @@ class Agent:
                     s.count(partial)
                 return None, streamer.text, aborted
             aborted = ""  # a looping answer is cut, then treated as finished
-            completion = partial or Completion(streamer.text, 0, 0, 0, "repetition", 0)
-            completion.finish_reason = "repetition"
+            completion = partial or Completion(streamer.text, 0, 0, 0, FinishReason.REPETITION,
+                                               0)
+            completion.finish_reason = FinishReason.REPETITION
         s.count(completion)
         completion.ms = llm_s * 1000
         return completion, streamer.text, aborted
 
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
               final_turn: bool = False
-              ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
-        """:meth:`_generate` plus the endings every caller treats alike. The third value
-        is "" (go on), "done" (a backend failure or a cancel already ended the
-        question), or why generation stopped early, worded for the user ("the
+              ) -> Generator[Event, None, tuple[Completion | None, str, TurnEnd]]:
+        """:meth:`_generate` plus the endings every caller treats alike: the
+        :class:`TurnEnd` says go on, done (a backend failure or a cancel already ended
+        the question), or why generation stopped early, worded for the user ("the
         context window is full", "time limit reached")."""
         try:
             completion, text, aborted = yield from self._generate(s, step, grammar, max_tokens,
                                                                   final_turn)
         except ContextFull:
-            return None, "", "the context window is full"
+            return None, "", TurnEnd(reason="the context window is full")
         except BackendError as e:
-            yield ErrorEvent(str(e))
-            yield from self._fallback_answer(s, "error", f"the model failed: {e}")
-            return None, "", "done"
+            yield ErrorEvent(str(e), kind=ErrorKind.ERROR)
+            yield from self._fallback_answer(s, Status.ERROR, f"the model failed: {e}")
+            return None, "", DONE
         if aborted == "cancelled":
             yield from self._cancelled(s)
-            return None, "", "done"
+            return None, "", DONE
         if aborted:
-            return completion, text, f"{aborted} reached"
-        return completion, text, aborted
+            return completion, text, TurnEnd(reason=f"{aborted} reached")
+        return completion, text, GO_ON
 
     def _limit(self, s: RunState, step: int) -> str:
         cfg = self.config
@@ -223,7 +235,7 @@ class Agent:
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", prompts.question_message(s.question))]
         step = 0
-        if cfg.search_first == "question" and "kb_search" in s.tools:
+        if cfg.search_first == SearchFirst.QUESTION and "kb_search" in s.tools:
             step = 1
             yield from self._harness_search(s, step)
         while True:
@@ -238,8 +250,9 @@ class Agent:
                 return
             step += 1
             started = time.perf_counter()
-            yield StepStarted(step)
-            first_search = cfg.search_first == "model" and step == 1 and "kb_search" in s.tools
+            yield StepStarted(step, kind=StepKind.LLM)
+            first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
+                            and "kb_search" in s.tools)
             allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
             grammar = step_grammar(allowed_tools, allow_final=not first_search,
                                    kb_names=list(self.kbs))
@@ -247,10 +260,10 @@ class Agent:
             max_tokens = max(cfg.max_tokens_per_step,
                              action_token_bound(allowed_tools, list(self.kbs)))
             completion, text, ended = yield from self._turn(s, step, grammar, max_tokens)
-            if ended == "done":
+            if ended.done:
                 return
-            if ended:
-                yield from self._final_turn(s, step, ended)
+            if ended.reason:
+                yield from self._final_turn(s, step, ended.reason)
                 return
             assert completion is not None
             try:
@@ -261,7 +274,7 @@ class Agent:
                              started, 0.0)
                 if s.protocol_failures >= 2:
                     yield ErrorEvent("the model does not follow the step format; falling back "
-                                     "to a single search", kind="protocol")
+                                     "to a single search", kind=ErrorKind.PROTOCOL)
                     yield from self._rag(s, fallback=True)
                     return
                 s.messages += [Message("assistant", text), Message("user", (
@@ -271,7 +284,7 @@ class Agent:
             if parsed.final is not None:
                 self._record(s, step, parsed.thought, None, None, None, completion, started, 0)
                 s.messages.append(Message("assistant", text))
-                yield from self._finish(s, "answered")
+                yield from self._finish(s, Status.ANSWERED)
                 return
             yield from self._act(s, step, parsed, text, completion, started)
 
@@ -347,33 +360,34 @@ class Agent:
         a thought."""
         s.stop_reason = s.stop_reason or reason
         started = time.perf_counter()
-        yield StepStarted(step, kind="answer" if rag else "forced-final")
+        yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
         sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in final_sources(s, FINAL_SOURCES)]
         s.messages = [Message("system", prompts.FINAL_SYSTEM),
                       Message("user", prompts.sources_message(s.question, sources, s.notes))]
         completion, _, ended = yield from self._turn(s, step, None,
                                                      self.config.final_max_tokens, True)
-        if ended == "done":
+        if ended.done:
             return
         if completion is None:
-            yield from self._fallback_answer(s, "limit", ended)
+            yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
             return
         self._record(s, step, "", None, None, None, completion, started, 0.0)
-        yield from self._finish(s, "answered" if rag else "limit")
+        yield from self._finish(s, Status.ANSWERED if rag else Status.LIMIT)
 
-    def _finish(self, s: RunState, status: str) -> Iterator[Event]:
-        if s.last_finish in ("length", "repetition"):  # cut off: no half sentence at the end
+    def _finish(self, s: RunState, status: Status) -> Iterator[Event]:
+        # cut off: no half sentence at the end
+        if s.last_finish in (FinishReason.LENGTH, FinishReason.REPETITION):
             s.processor.drop_unfinished()
         for sent in s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
         if not s.processor.answer:
-            text = ("I could not find an answer in the knowledge base." if s.mode != "direct"
+            text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
                     else "Hello! Ask me anything about your documents.")
             for sent in s.processor.feed(text) + s.processor.finish():
                 yield AnswerDelta(sent.text, sent.supported)
         yield Final(self._result(s, status))
 
-    def _result(self, s: RunState, status: str) -> AgentResult:
+    def _result(self, s: RunState, status: Status) -> AgentResult:
         support = s.processor.support_by_number()
         s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
         return AgentResult(
@@ -387,7 +401,7 @@ class Agent:
                        for x in s.processor.sentences if x.text.strip()],
             usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
 
-    def _fallback_answer(self, s: RunState, status: str, reason: str) -> Iterator[Event]:
+    def _fallback_answer(self, s: RunState, status: Status, reason: str) -> Iterator[Event]:
         """No model answer could be written: say so and show the best evidence."""
         s.stop_reason = s.stop_reason or reason
         evidence = evidence_lines(s)
@@ -405,7 +419,7 @@ class Agent:
 
     def _cancelled(self, s: RunState) -> Iterator[Event]:
         s.stop_reason = "cancelled"
-        yield ErrorEvent("cancelled by the user", kind="cancelled")
+        yield ErrorEvent("cancelled by the user", kind=ErrorKind.CANCELLED)
         evidence = evidence_lines(s, limit=5)
         text = "Stopped before an answer was written."
         if evidence:
@@ -416,7 +430,7 @@ class Agent:
         sents += s.processor.finish()
         for sent in sents:
             yield AnswerDelta(sent.text, sent.supported)
-        yield Final(self._result(s, "cancelled"))
+        yield Final(self._result(s, Status.CANCELLED))
 
     # ------------------------------------------------------------ rag/direct
     def _question_search_args(self, s: RunState) -> dict[str, Any]:
@@ -426,7 +440,7 @@ class Agent:
         """The harness searches the question itself (rag mode, and step 1 of the loop
         when ``search_first`` is "question"), as a step the model then sees."""
         started = time.perf_counter()
-        yield StepStarted(step, kind="retrieval")
+        yield StepStarted(step, kind=StepKind.RETRIEVAL)
         args = self._question_search_args(s)
         yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
         out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
@@ -445,7 +459,7 @@ class Agent:
         """Single retrieval + answer (also the fallback for models that cannot follow
         the protocol)."""
         if not fallback:
-            s.mode = "rag"
+            s.mode = AskMode.RAG
         step = len(s.steps)
         searched = ("kb_search", json.dumps(self._question_search_args(s), sort_keys=True))
         if searched not in s.calls:  # a fallback after the harness's first search skips it
@@ -459,19 +473,19 @@ class Agent:
     def _direct(self, s: RunState) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools."""
         started = time.perf_counter()
-        yield StepStarted(1, kind="answer")
+        yield StepStarted(1, kind=StepKind.ANSWER)
         s.messages = [Message("system", prompts.DIRECT.format(kbs=", ".join(self.kbs) or
                                                               "none yet")),
                       Message("user", s.question)]
         s.processor.auto_cite = False
         completion, _, ended = yield from self._turn(s, 1, None, 160, final_turn=True)
-        if ended == "done":
+        if ended.done:
             return
         if completion is None:
-            yield from self._fallback_answer(s, "limit", ended)
+            yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
             return
         self._record(s, 1, "", None, None, None, completion, started, 0.0)
-        yield from self._finish(s, "answered")
+        yield from self._finish(s, Status.ANSWERED)
 
 
 def run_to_result(agent: Agent, question: str) -> AgentResult:

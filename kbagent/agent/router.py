@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from kbagent.agent.kinds import AskMode
+
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening)|greetings|"
     r"thanks?|thank you|thx|cheers|ok(?:ay)?|cool|great|nice|bye|goodbye|see you|"
@@ -25,10 +27,10 @@ def is_chitchat(question: str) -> bool:
     return bool(_CHITCHAT.match(question)) or not re.search(r"\w", question)
 
 
-def route(question: str) -> str:
+def route(question: str) -> AskMode:
     """Pick ``direct``, ``rag`` or ``agent`` for ``--mode auto``."""
     if is_chitchat(question):
-        return "direct"
+        return AskMode.DIRECT
     if _COMPOSITE.search(question) or question.count("?") > 1:
-        return "agent"
-    return "rag"
+        return AskMode.AGENT
+    return AskMode.RAG

@@ -9,24 +9,28 @@ from typing import Any
 
 from kbagent.agent.citations import AnswerProcessor, CitationLedger
 from kbagent.agent.events import StepRecord, Usage
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
+from kbagent.settings import default
 
 
 @dataclass
 class AgentConfig:
-    mode: str = "auto"  # auto | agent | rag | direct
-    tools: str = "knowledge"  # knowledge | full
-    code_tools: bool = False  # code_* tools in knowledge mode too (full always has them)
-    max_steps: int = 5
-    token_budget: int = 24000
-    time_limit: float = 180.0
-    max_tokens_per_step: int = 384
+    mode: str = AskMode.AUTO  # auto | agent | rag | direct
+    tools: str = ToolSet.KNOWLEDGE  # knowledge | full
+    # code_* tools in knowledge mode too (full always has them)
+    code_tools: bool = default("code_tools")
+    # the limits default to the settings' defaults (kbagent/settings.py owns them)
+    max_steps: int = default("max_steps")
+    token_budget: int = default("token_budget")
+    time_limit: float = default("time_limit")
+    max_tokens_per_step: int = default("max_tokens_per_step")
     final_max_tokens: int = 512
     # How a knowledge question starts: "question" = the harness searches the question
     # itself as step 1 (robust with small models), "model" = the model's first step is
     # grammar-forced to be a kb_search, "off" = the model decides freely.
-    search_first: str = "question"
+    search_first: str = default("search_first")
     rag_top_k: int = 5
     citation_cap: int = 100
 
@@ -36,7 +40,7 @@ class AgentConfig:
                   time_limit=settings.time_limit,
                   max_tokens_per_step=settings.max_tokens_per_step,
                   search_first=settings.search_first,
-                  code_tools=bool(getattr(settings, "code_tools", False)))
+                  code_tools=bool(getattr(settings, "code_tools", default("code_tools"))))
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)

@@ -17,6 +17,8 @@ from typing import Any
 
 from kbagent.agent.calculator import CalcError, calculate, format_number
 from kbagent.agent.citations import CitationLedger, clean_text
+from kbagent.agent.events import Source
+from kbagent.agent.kinds import ToolSet
 from kbagent.errors import KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -33,7 +35,7 @@ class ToolOutput:
     summary: str  # one line for people
     ok: bool = True
     citations: list[int] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
 
 
 @dataclass
@@ -125,7 +127,7 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
                      f"{h.start_line}-{h.end_line})")
         if n:
             cites.append(n)
-        sources.append(f"{h.path}:{h.start_line}-{h.end_line}")
+        sources.append(Source(h.path, h.start_line, h.end_line))
     summary = f"{len(result.hits)} hits: " + ", ".join(dict.fromkeys(h.path for h in result.hits))
     if result.failed_kbs:
         summary += f" (failed: {', '.join(result.failed_kbs)})"
@@ -175,7 +177,7 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
             blocks += [f"  {ln.number}: {_shorten(ln.text, 200)}" for ln in lines]
             if n:
                 cites.append(n)
-            sources.append(path)
+            sources.append(Source(path))
             total += len(lines)
             files += 1
     if not total:
@@ -303,10 +305,10 @@ FULL_TOOLS = [
 ]
 
 
-def registry(mode: str = "knowledge", code_tools: bool = False) -> dict[str, Tool]:
+def registry(mode: str = ToolSet.KNOWLEDGE, code_tools: bool = False) -> dict[str, Tool]:
     """The tools of a mode; the code_* tools come with ``full`` or with ``code_tools``."""
-    tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == "full" else [])
-    if mode == "full" or code_tools:
+    tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == ToolSet.FULL else [])
+    if mode == ToolSet.FULL or code_tools:
         from kbagent.agent.code_tools import code_tools as make_code_tools
 
         tools = tools + make_code_tools()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
 from kbagent.cli.common import (
     AS_HELP,
@@ -23,18 +23,7 @@ from kbagent.cli.common import (
     stdout_console,
 )
 from kbagent.errors import BadInputError, ExitCode, KbagentError
-
-
-class Mode(StrEnum):
-    auto = "auto"
-    agent = "agent"
-    rag = "rag"
-    direct = "direct"
-
-
-class ToolSet(StrEnum):
-    knowledge = "knowledge"
-    full = "full"
+from kbagent.settings import default
 
 
 @app.command()
@@ -44,11 +33,11 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to use (repeatable; default: "
                                                  "all).", show_default=False)] = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="auto: pick per question; agent: the "
+    mode: Annotated[AskMode, typer.Option("--mode", help="auto: pick per question; agent: the "
                                        "ReAct loop; rag: one search then answer; direct: no "
-                                       "retrieval.")] = Mode.auto,
+                                       "retrieval.")] = AskMode.AUTO,
     tools: Annotated[ToolSet, typer.Option("--tools", help="full adds calculate and plan.")] = (
-        ToolSet.knowledge),
+        ToolSet.KNOWLEDGE),
     model: Annotated[str | None, typer.Option(
         "--model", help="GGUF file (default: the bundled SmolLM2-135M-Instruct).",
         show_default=False)] = None,
@@ -59,13 +48,16 @@ def ask(
     llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name to send to "
                                                   "the server.", show_default=False)] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, max=50,
-                                                  help="Step limit (default 5).",
+                                                  help="Step limit "
+                                                  f"(default {default('max_steps')}).",
                                                   show_default=False)] = None,
     token_budget: Annotated[int | None, typer.Option("--token-budget", min=100,
-                                                     help="Tokens per question (default 24000).",
+                                                     help="Tokens per question "
+                                                     f"(default {default('token_budget')}).",
                                                      show_default=False)] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", min=1.0,
-                                                     help="Seconds per question (default 180).",
+                                                     help="Seconds per question "
+                                                     f"(default {default('time_limit'):g}).",
                                                      show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result.")] = False,
     as_jsonl: Annotated[bool, typer.Option("--jsonl", help="Stream events as JSON lines.")] = (
@@ -94,7 +86,7 @@ def ask(
     principal = principal_from(settings, as_user, groups)
     session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
                       token_budget=token_budget, time_limit=time_limit, principal=principal)
-    if not (mode is Mode.direct and not kb):
+    if not (mode is AskMode.DIRECT and not kb):
         opened = session.open_kbs()
         for name, reason in opened.failed.items():
             stderr_console().print(f"[yellow]warning:[/] KB '{name}' failed: {reason}")

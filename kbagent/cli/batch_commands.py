@@ -12,8 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
-from kbagent.cli.ask_commands import Mode, ToolSet, threading_main
+from kbagent.cli.ask_commands import threading_main
 from kbagent.cli.common import (
     AS_HELP,
     GROUPS_HELP,
@@ -92,10 +93,10 @@ def batch(
     kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to use (repeatable; default: "
                                                  "all); a line's own 'kb' wins.",
                                                  show_default=False)] = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="Default mode; a line's own wins.")] = (
-        Mode.auto),
+    mode: Annotated[AskMode, typer.Option("--mode", help="Default mode; a line's own wins.")] = (
+        AskMode.AUTO),
     tools: Annotated[ToolSet, typer.Option("--tools", help="Default tool set.")] = (
-        ToolSet.knowledge),
+        ToolSet.KNOWLEDGE),
     model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
                                               show_default=False)] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",

@@ -9,11 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
-from kbagent.cli.ask_commands import Mode, ToolSet
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
-from kbagent.cli.kb_commands import KbagentInterrupted, SearchMode, _ProgressBar
+from kbagent.cli.kb_commands import KbagentInterrupted, _ProgressBar
 from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError
+from kbagent.kb.models import SearchMode
 
 eval_app = typer.Typer(help="Measure retrieval and answer quality on your own data.",
                        no_args_is_help=True)
@@ -101,7 +102,7 @@ def qa(
         "reuse eval-<set>.", show_default=False)] = None,
     compare_modes: Annotated[str, typer.Option(
         "--compare-modes", help="Modes to run side by side, comma-separated.")] = "auto",
-    tools: Annotated[ToolSet, typer.Option("--tools", help="Tool set.")] = ToolSet.knowledge,
+    tools: Annotated[ToolSet, typer.Option("--tools", help="Tool set.")] = ToolSet.KNOWLEDGE,
     max_questions: Annotated[int | None, typer.Option(
         "--max-questions", min=1, help="Only the first N questions.", show_default=False)] = None,
     answers: Annotated[Path | None, typer.Option(
@@ -137,7 +138,7 @@ def qa(
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
     ds = load_qa(questions, fmt, max_questions)
     modes = [m.strip() for m in compare_modes.split(",") if m.strip()]
-    bad = [m for m in modes if m not in {x.value for x in Mode}]
+    bad = [m for m in modes if m not in {x.value for x in AskMode}]
     if bad or not modes:
         raise BadInputError(f"unknown mode {', '.join(bad) or '(none)'} in --compare-modes "
                             "(choose from auto, agent, rag, direct)")

@@ -23,17 +23,13 @@ from kbagent.cli.common import (
     warn,
 )
 from kbagent.errors import KbagentError
+from kbagent.kb.models import SearchMode
+from kbagent.settings import default
 
 
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
-
-
-class SearchMode(StrEnum):
-    hybrid = "hybrid"
-    bm25 = "bm25"
-    vector = "vector"
 
 
 EMBED_URL_OPTION = typer.Option(
@@ -181,7 +177,7 @@ def search(
     k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=1000,
                                    help="Number of hits.")] = 10,
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retriever(s) to use.")] = (
-        SearchMode.hybrid
+        SearchMode.HYBRID
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
@@ -196,7 +192,7 @@ def search(
         "local sentence-transformers CrossEncoder folder.", show_default=False)] = None,
     rerank_top_n: Annotated[int | None, typer.Option(
         "--rerank-top-n", min=1, max=1000, help="How many fused hits the reranker reorders "
-        "(default 20).", show_default=False)] = None,
+        f"(default {default('rerank_top_n')}).", show_default=False)] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
     from kbagent.kb.embedder import embedder_for_space

@@ -19,6 +19,7 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.agent.kinds import StepKind
 
 _BADGE = re.compile(r"\[(\d+)\]")
 
@@ -63,8 +64,9 @@ class EventRenderer:
             return
         if isinstance(ev, StepStarted):
             self._end_thought()
-            label = {"llm": "", "forced-final": " (final answer)", "retrieval": " (retrieval)",
-                     "answer": " (answer)"}.get(ev.kind, "")
+            label = {StepKind.LLM: "", StepKind.FORCED_FINAL: " (final answer)",
+                     StepKind.RETRIEVAL: " (retrieval)",
+                     StepKind.ANSWER: " (answer)"}.get(ev.kind, "")
             self.err.print(f"[bold magenta]▸ step {ev.step}{label}[/]")
         elif isinstance(ev, ThoughtDelta):
             if not self._in_thought:

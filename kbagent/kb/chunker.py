@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbagent.kb.models import MD_HEADING, Chunk, ExtractedDoc, Line, is_named_heading
+from kbagent.settings import default
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -227,7 +228,8 @@ def _only_trail_headings(group: list[Line], trail: list[str]) -> bool:
     return all(is_named_heading(ln.text, trail) for ln in group)
 
 
-def chunk_document(doc: ExtractedDoc, max_tokens: int = 200, overlap: int = 32) -> list[Chunk]:
+def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
+                   overlap: int = default("chunk_overlap")) -> list[Chunk]:
     """Split a document into chunks of at most ~``max_tokens`` with line spans."""
     sections = _sections(doc)
     # a heading directly followed by a sub-heading travels with the sub-section

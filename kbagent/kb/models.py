@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
+
+
+class SearchMode(StrEnum):
+    """Which retrievers a search uses (``--mode`` of ``kbagent search``)."""
+
+    HYBRID = "hybrid"  # BM25 and vectors fused by RRF
+    BM25 = "bm25"
+    VECTOR = "vector"
+
 
 MD_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 

@@ -23,6 +23,7 @@ import urllib.request
 import numpy as np
 
 from kbagent.errors import BackendError
+from kbagent.settings import default
 
 REMOTE_PREFIX = "remote:"
 
@@ -34,7 +35,8 @@ class RemoteEmbedder:
     precision = "fp32"
 
     def __init__(self, url: str, model: str = "", *, batch_size: int = 64,
-                 timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
+                 timeout: float = default("embed_timeout"), retries: int = 3,
+                 backoff: float = 0.5,
                  api_key: str = "", expect_dim: int | None = None) -> None:
         self.url = url.rstrip("/") + "/embeddings"
         self.model = model

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from kbagent.errors import BadInputError
 from kbagent.kb.models import Hit
+from kbagent.settings import default
 
 MAX_DOC_CHARS = 2000  # text per hit sent to the cross-encoder (they read ~512 tokens)
 
@@ -43,7 +44,8 @@ class Reranker(Protocol):
 class HttpReranker:
     """Scores from a ``/v1/rerank`` HTTP endpoint."""
 
-    def __init__(self, url: str, model: str = "", top_n: int = 20, timeout: float = 10.0,
+    def __init__(self, url: str, model: str = "", top_n: int = default("rerank_top_n"),
+                 timeout: float = default("rerank_timeout"),
                  api_key: str = "") -> None:
         if not url.startswith(("http://", "https://")):
             raise BadInputError(f"rerank URL must start with http:// or https://, got {url!r}")
@@ -104,7 +106,7 @@ def parse_scores(raw: bytes, n: int) -> list[float | None]:
 class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder from a local folder (loaded on first use)."""
 
-    def __init__(self, path: str, top_n: int = 20) -> None:
+    def __init__(self, path: str, top_n: int = default("rerank_top_n")) -> None:
         folder = Path(path).expanduser()
         if not folder.is_dir():
             raise BadInputError(f"rerank model {path!r} is not a folder (give a local "
@@ -151,7 +153,8 @@ def _doc_text(hit: Hit) -> str:
     return text[:MAX_DOC_CHARS]
 
 
-def reranker_from(url: str = "", model: str = "", top_n: int = 20, timeout: float = 10.0,
+def reranker_from(url: str = "", model: str = "", top_n: int = default("rerank_top_n"),
+                  timeout: float = default("rerank_timeout"),
                   api_key: str = "") -> Reranker | None:
     """The configured reranker: a URL wins; else ``model`` as a local CrossEncoder
     folder; None when neither is set (the default)."""

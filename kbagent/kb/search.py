@@ -18,11 +18,11 @@ from kbagent.errors import BadInputError, KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
-from kbagent.kb.models import Hit
+from kbagent.kb.models import Hit, SearchMode
 from kbagent.kb.rerank import Reranker, rerank_hits
 
 RRF_K = 60
-MODES = ("hybrid", "bm25", "vector")
+MODES = tuple(m.value for m in SearchMode)
 
 
 @dataclass
@@ -35,6 +35,16 @@ class SearchResult:
     # vectors still being built, some searchable: kb -> (chunks with vectors, chunks)
     partial_kbs: dict[str, tuple[int, int]] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)  # e.g. a reranker that failed
+
+
+@dataclass
+class Evidence:
+    """What each retriever said about one chunk (``None``: it did not find it)."""
+
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    vector_rank: int | None = None
+    vector_score: float | None = None
 
 
 def check_same_space(kb_name: str, space: str, embedder: Embedder) -> None:
@@ -111,15 +121,15 @@ class HybridSearcher:
         failed: dict[str, str] = {}
         bm25_only: list[str] = []
         partial: dict[str, tuple[int, int]] = {}
-        # (kb, chunk_id) -> [bm25 rank, bm25 score, vector rank, vector score]
-        evidence: dict[tuple[int, int], list] = {}
+        evidence: dict[tuple[int, int], Evidence] = {}  # (kb index, chunk_id) -> evidence
         for i, kb in enumerate(self.kbs):
             try:
                 kb.refresh()
                 if mode != "vector":
                     found = kb.lexical.search(query, depth, principal)
                     for rank, (cid, score) in enumerate(found, 1):
-                        evidence.setdefault((i, cid), [None, None, None, None])[0:2] = rank, score
+                        ev = evidence.setdefault((i, cid), Evidence())
+                        ev.bm25_rank, ev.bm25_score = rank, score
                 # no vectors yet (kb/bm25_first.py), or some since the query was
                 # embedded without them: this KB answers by BM25 alone this time
                 vec = None if mode == "bm25" else query_vectors.get(kb.embedding_space)
@@ -131,19 +141,21 @@ class HybridSearcher:
                     denied = kb.denied_chunks(principal) if principal is not None else None
                     for rank, (cid, score) in enumerate(kb.vectors.search(vec, depth, denied),
                                                         1):
-                        evidence.setdefault((i, cid), [None, None, None, None])[2:4] = rank, score
+                        ev = evidence.setdefault((i, cid), Evidence())
+                        ev.vector_rank, ev.vector_score = rank, score
             except KbagentError as e:
                 failed[kb.name] = str(e)
             except Exception as e:  # an index failing at query time must not sink the rest
                 failed[kb.name] = f"{type(e).__name__}: {e}"
         scored = []
-        for key, (br, bs, vr, vs) in evidence.items():
-            if mode == "hybrid":
+        for key, ev in evidence.items():
+            br, vr = ev.bm25_rank, ev.vector_rank
+            if mode == SearchMode.HYBRID:
                 score = (1 / (RRF_K + br) if br else 0.0) + (1 / (RRF_K + vr) if vr else 0.0)
-            elif mode == "bm25":
-                score = bs
+            elif mode == SearchMode.BM25:
+                score = ev.bm25_score
             else:
-                score = vs
+                score = ev.vector_score
             scored.append((score, key))
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
@@ -159,11 +171,12 @@ class HybridSearcher:
             row = rows_by_kb[i].get(cid)
             if row is None or (principal is not None and not may_read(principal, row.access)):
                 continue
-            br, bs, vr, vs = evidence[(i, cid)]
+            ev = evidence[(i, cid)]
             hits.append(Hit(
                 kb=self.kbs[i].name, chunk_id=cid, path=row.path, start_line=row.start_line,
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
-                bm25_rank=br, bm25_score=bs, vector_rank=vr, vector_score=vs, title=row.title,
+                bm25_rank=ev.bm25_rank, bm25_score=ev.bm25_score, vector_rank=ev.vector_rank,
+                vector_score=ev.vector_score, title=row.title,
             ))
         notices = []
         if self.reranker is not None:

@@ -23,6 +23,7 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.agent.kinds import ErrorKind
 from kbagent.errors import KbagentError
 from kbagent.tui.format import reference_detail
 from kbagent.tui.widgets import (
@@ -263,8 +264,9 @@ class AskScreen(Screen):
         elif isinstance(ev, AnswerDelta):
             await turn.write_answer(answer_markdown(ev.text, ev.supported))
         elif isinstance(ev, ErrorEvent):
-            kind = {"cancelled": "warning", "limit": "warning"}.get(ev.kind, "error")
-            turn.notice(("stopped: " if ev.kind == "cancelled" else f"{ev.kind}: ")
+            # a cancel is the user's own doing: a warning, not an error
+            kind = "warning" if ev.kind == ErrorKind.CANCELLED else "error"
+            turn.notice(("stopped: " if ev.kind == ErrorKind.CANCELLED else f"{ev.kind}: ")
                         + ev.message, kind)
         elif isinstance(ev, Final):
             await self.finish(turn, ev.result)

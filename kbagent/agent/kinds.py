@@ -1,0 +1,91 @@
+"""The closed sets of words the agent layer speaks in, each defined once.
+
+They are ``StrEnum``s: a member *is* its string (``AskMode.RAG == "rag"``, and
+``json.dumps`` writes ``"rag"``), so events, traces and ``--json`` output read
+exactly as plain strings did. The CLI's Typer options, the session, batch and
+the TUI use these instead of their own lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class AskMode(StrEnum):
+    """How a question is answered (``--mode``)."""
+
+    AUTO = "auto"  # the router picks one of the three below
+    AGENT = "agent"  # the full ReAct loop
+    RAG = "rag"  # one search, then one answer
+    DIRECT = "direct"  # small talk: no retrieval
+
+
+class ToolSet(StrEnum):
+    """Which tools the model gets (``--tools``)."""
+
+    KNOWLEDGE = "knowledge"
+    FULL = "full"  # adds calculate, plan and the code tools
+
+
+class SearchFirst(StrEnum):
+    """How a knowledge question starts (setting ``search_first``)."""
+
+    QUESTION = "question"  # the harness searches the question itself as step 1
+    MODEL = "model"  # the model's first step is grammar-forced to be a kb_search
+    OFF = "off"  # the model decides freely
+
+
+class StepKind(StrEnum):
+    """``StepStarted.kind``: who runs the step."""
+
+    LLM = "llm"  # a ReAct step of the model
+    RETRIEVAL = "retrieval"  # the harness searches the question
+    FORCED_FINAL = "forced-final"  # a limit was hit: one final-answer turn over the evidence
+    ANSWER = "answer"  # the answer turn of rag and direct mode
+
+
+class ErrorKind(StrEnum):
+    """``ErrorEvent.kind``. (A hit limit is not an error event: it ends the run with
+    status ``limit`` and a ``stop_reason``.)"""
+
+    ERROR = "error"  # the backend failed
+    CANCELLED = "cancelled"
+    PROTOCOL = "protocol"  # the model does not follow the step format
+
+
+class Status(StrEnum):
+    """``AgentResult.status``: how the question ended."""
+
+    ANSWERED = "answered"
+    LIMIT = "limit"  # a step, token, time or context limit forced the final answer
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class FinishReason(StrEnum):
+    """``Completion.finish_reason`` values the harness acts on (a server may send
+    others; they pass through as plain strings)."""
+
+    STOP = "stop"
+    LENGTH = "length"  # max_tokens reached: the text may end mid-sentence
+    ABORTED = "aborted"  # the stream was closed or cancelled
+    REPETITION = "repetition"  # cut by the loop: the answer started repeating itself
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How one LLM turn of the loop ended: go on, the question already ended (a
+    backend failure or a cancel, its events already sent), or generation stopped
+    early for ``reason``, worded for the user ("time limit reached")."""
+
+    done: bool = False
+    reason: str = ""
+
+    @property
+    def go_on(self) -> bool:
+        return not self.done and not self.reason
+
+
+GO_ON = TurnEnd()
+DONE = TurnEnd(done=True)
