@@ -116,9 +116,6 @@ class Citation:
         cut = self.text.rfind(" ", 0, width)
         return self.text[: cut if cut > width // 2 else width]
 
-    def location(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}"
-
 
 Resolver = Callable[[str, str, int, int], str | None]  # (kb, path, start, end) -> raw text
 

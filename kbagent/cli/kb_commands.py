@@ -22,7 +22,7 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
-from kbagent.errors import KbagentError
+from kbagent.errors import Interrupted, KbagentError
 
 
 class ReportFormat(StrEnum):
@@ -121,7 +121,7 @@ def ingest(
         with _ProgressBar(show_bar) as bar:
             result = Ingestor(settings, name, progress=bar).run(path, rebuild=rebuild)
     except KeyboardInterrupt:
-        raise KbagentInterrupted(name) from None
+        raise ingest_interrupted(name) from None
     if report is ReportFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -145,12 +145,10 @@ def ingest(
     )
 
 
-class KbagentInterrupted(KbagentError):
-    exit_code = 130
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
-                         "finished embeddings are reused)")
+def ingest_interrupted(name: str) -> Interrupted:
+    """The error for a Ctrl-C during an ingest (the KB keeps its live generation)."""
+    return Interrupted(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
+                       "finished embeddings are reused)")
 
 
 # ----------------------------------------------------------------------- search

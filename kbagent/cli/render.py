@@ -14,7 +14,6 @@ from kbagent.agent.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
-    Final,
     Observation,
     StepStarted,
     ThoughtDelta,
@@ -127,8 +126,3 @@ def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) ->
     return escape(f"[{c['n']}] {where}  {score}  {first}{mark}")
 
 
-def final_of(events: list[Event]) -> AgentResult | None:
-    for ev in reversed(events):
-        if isinstance(ev, Final):
-            return ev.result
-    return None

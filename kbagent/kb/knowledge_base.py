@@ -147,10 +147,6 @@ def list_kbs(settings: Settings) -> list[KbInfo]:
     return out
 
 
-def kb_exists(settings: Settings, name: str) -> bool:
-    return current_generation(kb_dir(settings, name)) is not None
-
-
 def require_kb(settings: Settings, name: str) -> Path:
     d = kb_dir(settings, name)
     if current_generation(d) is None:

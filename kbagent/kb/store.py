@@ -164,9 +164,6 @@ class Store:
         chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return int(docs), int(chunks)
 
-    def all_chunk_ids(self) -> list[int]:
-        return [r[0] for r in self.conn.execute("SELECT id FROM chunks ORDER BY id")]
-
     def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
         for i in range(0, len(ids), 500):
