@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from kbagent.text import shorten
+
 DEFAULT_CAP = 100
 MIN_LCS = 20  # characters (CJK characters count 2.5) for a copied-sentence match
 PARAPHRASE_OVERLAP = 0.6  # share of the sentence's content words found in a chunk
@@ -111,10 +113,7 @@ class Citation:
     heading: str = ""
 
     def excerpt(self, width: int = 240) -> str:
-        if len(self.text) <= width:
-            return self.text
-        cut = self.text.rfind(" ", 0, width)
-        return self.text[: cut if cut > width // 2 else width]
+        return shorten(self.text, width, at_word=True, mark="", fold=False)
 
 
 Resolver = Callable[[str, str, int, int], str | None]  # (kb, path, start, end) -> raw text

@@ -23,6 +23,7 @@ from kbagent.cli.common import (
     warn,
 )
 from kbagent.errors import Interrupted, KbagentError
+from kbagent.text import shorten
 
 
 class ReportFormat(StrEnum):
@@ -165,8 +166,7 @@ def open_kbs(settings: Any, names: list[str] | None) -> list[Any]:
 
 
 def _snippet(text: str, width: int = 220) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten(text, width)
 
 
 @app.command()

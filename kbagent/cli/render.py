@@ -18,6 +18,7 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.text import shorten
 
 _BADGE = re.compile(r"\[(\d+)\]")
 
@@ -118,8 +119,7 @@ def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) ->
     room = 100
     if width:
         room = max(20, width - len(f"[{c['n']}] {where}  {score}  {mark}") - 1)
-    flat = " ".join(c["excerpt"].split())
-    first = flat if len(flat) <= room else flat[: room - 1].rstrip() + "…"
+    first = shorten(c["excerpt"], room, strip=True)
     if styled:
         return (f"[bold black on cyan] {c['n']} [/] [cyan]{escape(where)}[/]  "
                 f"[green]{score}[/]  {escape(first)}{mark}")
