@@ -39,7 +39,7 @@ from kbagent.kb.knowledge_base import (
     CHUNKER_VERSION,
     SCHEMA_VERSION,
     current_generation,
-    fsync_dir,
+    fsync_path,
     kb_dir,
     new_manifest,
     read_manifest,
@@ -50,7 +50,7 @@ from kbagent.kb.knowledge_base import (
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
-from kbagent.kb.store import Store
+from kbagent.kb.store import Store, in_batches
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import walk
 from kbagent.settings import Settings
@@ -80,9 +80,7 @@ class _EmbeddingCache:
 
     def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
         out = {}
-        for i in range(0, len(hashes), 500):
-            part = hashes[i : i + 500]
-            marks = ",".join("?" * len(part))
+        for marks, part in in_batches(hashes):
             for h, blob in self.conn.execute(
                 f"SELECT hash, vec FROM cache WHERE hash IN ({marks})", part
             ):
@@ -99,14 +97,6 @@ class _EmbeddingCache:
     def discard(self) -> None:
         self.conn.close()
         self.path.unlink(missing_ok=True)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Ingestor:
@@ -408,7 +398,7 @@ class Ingestor:
             lexical.commit()
             self._checkpoint("tantivy-committed")
             vectors.save()
-            _fsync_file(vectors.path)
+            fsync_path(vectors.path)
             self._checkpoint("vectors-saved")
             manifest = new_manifest(self.name, str(source), _model_of(model_id), dim,
                                     self.settings)
@@ -419,7 +409,7 @@ class Ingestor:
                             kbaccess=self._rules.text)
             manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
-            fsync_dir(gen_dir)
+            fsync_path(gen_dir)
             self._checkpoint("manifest-written")
             write_atomic(self.dir / "CURRENT", gen + "\n")
             published = True

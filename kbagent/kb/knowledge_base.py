@@ -71,10 +71,11 @@ def write_atomic(path: Path, data: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory: so that a rename in it is durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
