@@ -62,6 +62,7 @@ from kbagent.kb.extract import extract  # noqa: E402
 from kbagent.kb.ingest import EMBED_GROUP, Ingestor  # noqa: E402
 from kbagent.kb.knowledge_base import KnowledgeBase  # noqa: E402
 from kbagent.kb.search import HybridSearcher  # noqa: E402
+from kbagent.kb.store import text_hash  # noqa: E402
 from kbagent.kb.walker import walk  # noqa: E402
 from kbagent.settings import Settings  # noqa: E402
 
@@ -178,10 +179,6 @@ def index_texts_of_folder(folder: Path, settings: Settings) -> list[str]:
         for ch in chunk_document(doc, settings.chunk_tokens, settings.chunk_overlap):
             seen.setdefault(ch.index_text(doc.title), None)
     return list(seen)
-
-
-def text_hash(model_id: str, text: str) -> str:
-    return hashlib.sha1(f"{model_id}\n{text}".encode()).hexdigest()
 
 
 # ------------------------------------------------------------ embedders

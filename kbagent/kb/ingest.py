@@ -50,7 +50,7 @@ from kbagent.kb.knowledge_base import (
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
-from kbagent.kb.store import Store, in_batches
+from kbagent.kb.store import Store, in_batches, text_hash
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import walk
 from kbagent.settings import Settings
@@ -305,10 +305,7 @@ class Ingestor:
             if not chunks:
                 report.files.append(FileReport(sf.path, "skipped", "no text content"))
                 continue
-            hashes = [
-                hashlib.sha1(f"{model_id}\n{c.index_text(doc.title)}".encode()).hexdigest()
-                for c in chunks
-            ]
+            hashes = [text_hash(model_id, c.index_text(doc.title)) for c in chunks]
             fr = FileReport(sf.path, status, chunks=len(chunks))
             if old is not None and old.content_hash == digest:
                 fr.reason = "access changed (.kbaccess)"

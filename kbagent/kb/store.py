@@ -6,6 +6,7 @@ history; they are the keys of the tantivy and usearch indexes too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -21,6 +22,11 @@ SQL_BATCH = 500  # ids per ``IN (...)``: well below SQLite's limit on bound para
 
 
 T = TypeVar("T")
+
+
+def text_hash(model_id: str, text: str) -> str:
+    """A chunk's ``text_hash``: its vector is reused when model and indexed text match."""
+    return hashlib.sha1(f"{model_id}\n{text}".encode()).hexdigest()
 
 
 def in_batches(values: Sequence[T], size: int = SQL_BATCH) -> Iterator[tuple[str, list[T]]]:
