@@ -313,9 +313,7 @@ def run_tool(tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> tuple[ToolOu
     started = time.perf_counter()
     try:
         out = tool.run(ctx, args)
-    except ToolFailure as e:
-        out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
-    except KbagentError as e:
+    except (ToolFailure, KbagentError) as e:
         out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
     except Exception as e:  # a tool bug must not end the session
         out = ToolOutput(f"{tool.name} failed ({type(e).__name__}: {e}); try another tool.",
