@@ -17,10 +17,14 @@ from __future__ import annotations
 import html
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
+
+import snowballstemmer
 
 from kbagent.text import shorten
 
@@ -74,17 +78,28 @@ def clean_text(text: str) -> str:
     return " ".join(out)
 
 
+def content_tokens(text: str) -> set[str]:
+    """The stemmed content words and normalized numbers of ``text`` (a set)."""
+    return {_stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
+
+
+@lru_cache(maxsize=65536)
 def _stem(tok: str) -> str:
+    """A number without grouping commas and ``%``; a word by the English Snowball
+    stemmer (the pure-Python one is slow: words repeat, so they are cached)."""
     if tok[0].isdigit():
         return tok.replace(",", "").rstrip("%")
-    for suffix in ("ing", "ed", "es", "s"):
-        if tok.endswith(suffix) and len(tok) - len(suffix) >= 3:
-            return tok[: -len(suffix)]
-    return tok
+    return _stemmer().stemWord(tok)
 
 
-def content_tokens(text: str) -> set[str]:
-    return {_stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
+_local = threading.local()
+
+
+def _stemmer() -> Any:
+    """This thread's stemmer (a stemmer object keeps state between words)."""
+    if not hasattr(_local, "stemmer"):
+        _local.stemmer = snowballstemmer.stemmer("english")
+    return _local.stemmer
 
 
 def _weighted_len(text: str) -> float:
