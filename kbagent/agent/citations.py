@@ -366,14 +366,17 @@ class AnswerProcessor:
         self._buffer = buf[: second].rstrip()
         return True
 
-    def repeats_last(self) -> bool:
-        """True if the newest finished sentence repeats an earlier one."""
+    def drop_repeat(self) -> bool:
+        """If the newest finished sentence repeats an earlier one (citation markers,
+        case and spacing aside), drop it and return True."""
         if len(self.sentences) < 2:
             return False
         norm = " ".join(_MARKER.sub("", self.sentences[-1].text).lower().split())
-        return bool(norm) and any(
-            norm == " ".join(_MARKER.sub("", s.text).lower().split())
-            for s in self.sentences[:-1])
+        if norm and any(norm == " ".join(_MARKER.sub("", s.text).lower().split())
+                        for s in self.sentences[:-1]):
+            self.sentences.pop()
+            return True
+        return False
 
     def drop_unfinished(self) -> str:
         """Drop an unfinished trailing sentence (generation hit its token limit
