@@ -18,8 +18,9 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbagent.agent import prompts
+from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
-from kbagent.agent.citations import AnswerProcessor, CitationLedger
+from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import (
     Action,
     AgentResult,

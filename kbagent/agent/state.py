@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbagent.agent.citations import AnswerProcessor, CitationLedger
+from kbagent.agent.answer import AnswerProcessor
+from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import AgentResult, StepRecord, Usage
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
