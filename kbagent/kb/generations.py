@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError
-from kbagent.kb.embedder import vector_space
+from kbagent.kb.embedder import resolve_model, vector_space
 from kbagent.kb.knowledge_base import CHUNKER_VERSION, SCHEMA_VERSION, read_manifest, rebuild_hint
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.models import IngestReport
@@ -79,6 +81,18 @@ def note_symbols(report: IngestReport, problems: dict[str, str]) -> None:
         why = problems.get(f.path)
         if why:
             f.reason = f"{f.reason}; {why}" if f.reason else why
+
+
+def planned_space(settings: Settings, embedder: Callable[[], Any]) -> str:
+    """The vector space an ingest makes, without loading a local model (a remote
+    server without a configured model name is asked for it: ``embedder()``)."""
+    if settings.embed_url:
+        from kbagent.kb.remote_embedder import REMOTE_PREFIX
+
+        model = settings.embed_model
+        return REMOTE_PREFIX + model if model else embedder().model_id
+    return vector_space(resolve_model(settings.embedding_model)[0],
+                        settings.embedding_precision)
 
 
 def check_compatible(name: str, manifest: dict, model_id: str, settings: Settings) -> None:

@@ -31,8 +31,6 @@ from kbagent.kb.embedder import (
     Embedder,
     load_embedder,
     remote_embedder,
-    resolve_model,
-    vector_space,
 )
 from kbagent.kb.extract import ExtractError, Skip, extract
 from kbagent.kb.generations import (
@@ -42,6 +40,7 @@ from kbagent.kb.generations import (
     model_of,
     note_symbols,
     open_base_store,
+    planned_space,
     prune_generations,
     read_base_manifest,
     salvage_vectors,
@@ -149,7 +148,7 @@ class Ingestor:
         base_gen = current_generation(self.dir)
         base_manifest = None
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
-        model_id = self._planned_space()
+        model_id = planned_space(self.settings, lambda: self.embedder)
         base_docs = {}
         self._rules = load_access_rules(source)  # a malformed .kbaccess stops here
         self._old_rules = self._rules
@@ -192,18 +191,6 @@ class Ingestor:
         report.files.sort(key=lambda f: f.path)
         return report
 
-    def _planned_space(self) -> str:
-        """The vector space this ingest makes, without loading a local model (a remote
-        server without a configured model name is asked for it)."""
-        if self.settings.embed_url:
-            from kbagent.kb.remote_embedder import REMOTE_PREFIX
-
-            model = self.settings.embed_model
-            return REMOTE_PREFIX + model if model else self.embedder.model_id
-        return vector_space(resolve_model(self.settings.embedding_model)[0],
-                            self.settings.embedding_precision)
-
-    # ----------------------------------------------------------- base checks
     # ------------------------------------------------------------------ scan
     def _scan(self, source: Path, report: IngestReport, base_docs: dict, model_id: str):
         limit = int(self.settings.max_file_mb * 1024 * 1024)
