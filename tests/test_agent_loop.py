@@ -271,7 +271,9 @@ def test_token_budget_forces_final(kb):
 
 
 class FakeClock:
-    """Stands in for the loop's ``time`` module: time moves only when a test says."""
+    """Stands in for the ``time`` module of the loop and its helpers (the run state
+    sets the deadline, generation.py checks it while streaming): time moves only
+    when a test says."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -281,10 +283,14 @@ class FakeClock:
 
 
 def test_time_limit_stops_a_step_and_forces_the_final_answer(kb, monkeypatch):
+    import kbagent.agent.generation as generation
     import kbagent.agent.loop as loop
+    import kbagent.agent.state as state
 
     clock = FakeClock()
-    monkeypatch.setattr(loop, "time", clock)
+    for module in (loop, generation, state):
+        if hasattr(module, "time"):
+            monkeypatch.setattr(module, "time", clock)
 
     def slow_step(messages):
         clock.now += 2.0  # this step outlives the 1.5 s limit

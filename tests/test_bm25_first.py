@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kbagent.kb.ingest import Ingestor
-from kbagent.kb.knowledge_base import KnowledgeBase, current_generation, kb_exists
+from kbagent.kb.knowledge_base import KnowledgeBase, current_generation, kb_dir
 from kbagent.kb.search import HybridSearcher
 from kbagent.settings import Settings
 from tests.conftest import ROOT, SMALL_DOCS
@@ -71,7 +71,7 @@ def test_a_crash_before_the_bm25_generation_is_published_leaves_no_kb(make_folde
 
     with pytest.raises(RuntimeError):
         Ingestor(s, "k", embedder=embedder, checkpoint=crash).run(make_folder(SMALL_DOCS))
-    assert not kb_exists(s, "k")
+    assert current_generation(kb_dir(s, "k")) is None
     assert not any(p.name.startswith("gen-") for p in (kb_home / "kbs" / "k").iterdir())
 
 

@@ -6,14 +6,9 @@ import json
 
 import pytest
 
+from kbagent.agent.answer import AnswerProcessor, normalize_markers, sentence_spans
 from kbagent.agent.citations import DEFAULT_CAP as CAP
-from kbagent.agent.citations import (
-    AnswerProcessor,
-    CitationLedger,
-    clean_text,
-    normalize_markers,
-    sentence_spans,
-)
+from kbagent.agent.citations import CitationLedger, clean_text
 from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools import ToolContext, registry, run_tool

@@ -16,7 +16,7 @@ import pytest
 
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.ingest import Ingestor
-from kbagent.kb.knowledge_base import KnowledgeBase, current_generation, kb_exists
+from kbagent.kb.knowledge_base import KnowledgeBase, current_generation, kb_dir
 from kbagent.kb.search import HybridSearcher
 from kbagent.settings import Settings
 from tests.conftest import ROOT, SMALL_DOCS
@@ -106,7 +106,7 @@ def test_a_server_that_is_down_is_one_error_and_nothing_is_stored(make_folder, k
     s = Settings.load(embed_url=_down_url())
     with pytest.raises(BackendError, match=r"cannot connect.*is the server running"):
         Ingestor(s, "r").run(make_folder(SMALL_DOCS))
-    assert not kb_exists(s, "r")
+    assert current_generation(kb_dir(s, "r")) is None
 
 
 def test_a_slow_server_times_out_and_the_kb_is_unchanged(server, make_folder, kb_home):

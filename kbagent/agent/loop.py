@@ -18,8 +18,9 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbagent.agent import prompts
+from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
-from kbagent.agent.citations import AnswerProcessor, CitationLedger
+from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import (
     Action,
     AgentResult,
@@ -28,10 +29,9 @@ from kbagent.agent.events import (
     Event,
     Final,
     Observation,
-    StepRecord,
     StepStarted,
-    ThoughtDelta,
 )
+from kbagent.agent.generation import generate
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
@@ -46,17 +46,22 @@ from kbagent.agent.kinds import (
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.react import (
-    ANSWER_STOP,
-    STOP,
     ProtocolError,
-    StepStreamer,
     action_token_bound,
     parse_step,
     step_grammar,
 )
 from kbagent.agent.router import route
 from kbagent.agent.schema import ArgumentError, example_args, validate
-from kbagent.agent.state import AgentConfig, RunState, evidence_lines, final_sources
+from kbagent.agent.state import (
+    AgentConfig,
+    RunState,
+    StepDone,
+    evidence_lines,
+    final_sources,
+    record_step,
+    result_of,
+)
 from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
@@ -132,80 +137,16 @@ class Agent:
             yield from self._agent(s)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
-                  final_turn: bool = False
-                  ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
-        """Stream one LLM call; yield Thought/Answer deltas. Returns
-        (completion or None if stopped early, text, why it stopped early)."""
-        streamer = StepStreamer(answer_only=final_turn)
-        gen = self.llm.stream(s.messages, grammar=grammar if self.llm.supports_grammar else None,
-                              stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens,
-                              cancel=self._cancel)
-        completion: Completion | None = None
-        aborted = ""
-        hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
-        llm_s = 0.0  # time spent inside the backend only: the loop's own work is separate
-        try:
-            while True:
-                if self._cancel.is_set():
-                    aborted = "cancelled"
-                    break
-                if time.perf_counter() > hard_deadline:
-                    aborted = "time limit"
-                    break
-                t0 = time.perf_counter()
-                try:
-                    piece = next(gen)
-                except StopIteration as stop:
-                    completion = stop.value
-                    break
-                finally:
-                    llm_s += time.perf_counter() - t0
-                thought, answer = streamer.feed(piece)
-                if thought:
-                    yield ThoughtDelta(step, thought)
-                if answer:
-                    for sent in s.processor.feed(answer):
-                        if s.processor.repeats_last():
-                            s.processor.sentences.pop()
-                            aborted = "repetition"
-                            break
-                        yield AnswerDelta(sent.text, sent.supported)
-                    if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
-                        aborted = "repetition"
-                        break
-            if self._cancel.cancelled and aborted != "repetition":
-                aborted, completion = "cancelled", None  # a backend that stopped on the token
-        finally:
-            if completion is None:
-                t0 = time.perf_counter()
-                gen.close()
-                llm_s += time.perf_counter() - t0
-            s.usage.llm_ms += llm_s * 1000
-        if completion is None:
-            partial = getattr(self.llm, "last_usage", None)  # what the stopped call cost
-            if aborted != "repetition":
-                if partial is not None:
-                    s.count(partial)
-                return None, streamer.text, aborted
-            aborted = ""  # a looping answer is cut, then treated as finished
-            completion = partial or Completion(streamer.text, 0, 0, 0, FinishReason.REPETITION,
-                                               0)
-            completion.finish_reason = FinishReason.REPETITION
-        s.count(completion)
-        completion.ms = llm_s * 1000
-        return completion, streamer.text, aborted
-
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
               final_turn: bool = False
               ) -> Generator[Event, None, tuple[Completion | None, str, TurnEnd]]:
-        """:meth:`_generate` plus the endings every caller treats alike: the
-        :class:`TurnEnd` says go on, done (a backend failure or a cancel already ended
-        the question), or why generation stopped early, worded for the user ("the
-        context window is full", "time limit reached")."""
+        """:func:`~kbagent.agent.generation.generate` plus the endings every caller
+        treats alike: the :class:`TurnEnd` says go on, done (a backend failure or a
+        cancel already ended the question), or why generation stopped early, worded
+        for the user ("the context window is full", "time limit reached")."""
         try:
-            completion, text, aborted = yield from self._generate(s, step, grammar, max_tokens,
-                                                                  final_turn)
+            completion, text, aborted = yield from generate(self.llm, self._cancel, s, step,
+                                                             grammar, max_tokens, final_turn)
         except ContextFull:
             return None, "", TurnEnd(reason="the context window is full")
         except BackendError as e:
@@ -270,8 +211,8 @@ class Agent:
                 parsed = parse_step(text)
             except ProtocolError as e:
                 s.protocol_failures += 1
-                self._record(s, step, text, None, None, f"format error: {e}", completion,
-                             started, 0.0)
+                record_step(s, step, StepDone(text, observation=f"format error: {e}"),
+                            completion, started)
                 if s.protocol_failures >= 2:
                     yield ErrorEvent("the model does not follow the step format; falling back "
                                      "to a single search", kind=ErrorKind.PROTOCOL)
@@ -282,7 +223,7 @@ class Agent:
                     "'Action Input:' or 'Final Answer:'."))]
                 continue
             if parsed.final is not None:
-                self._record(s, step, parsed.thought, None, None, None, completion, started, 0)
+                record_step(s, step, StepDone(parsed.thought, tool_ms=0), completion, started)
                 s.messages.append(Message("assistant", text))
                 yield from self._finish(s, Status.ANSWERED)
                 return
@@ -331,25 +272,10 @@ class Agent:
         s.messages += [Message("assistant", text),
                        Message("user", prompts.observation_message(out.text, step,
                                                                    self.config.max_steps))]
-        rec = self._record(s, step, parsed.thought, name, args, out.text, completion, started,
-                           tool_ms, out.summary, cached)
+        rec = record_step(s, step, StepDone(parsed.thought, name, args, out.text, out.summary,
+                                           tool_ms, cached), completion, started)
         yield Observation(step, name, out.summary, out.text, out.ok, out.citations, out.sources,
                           cached, completion.tokens, rec.ms, tool_ms)
-
-    def _record(self, s: RunState, step: int, thought: str, action: str | None,
-                args: dict[str, Any] | None, observation: str | None, c: Completion | None,
-                started: float, tool_ms: float, summary: str | None = None,
-                cached: bool = False) -> StepRecord:
-        rec = StepRecord(
-            step=step, thought=thought, action=action, args=args, observation=observation,
-            summary=summary, tokens=c.tokens if c else 0,
-            prompt_tokens=c.prompt_tokens if c else 0,
-            prompt_evaluated=c.prompt_evaluated if c else 0,
-            completion_tokens=c.completion_tokens if c else 0,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            llm_ms=round(c.ms, 1) if c else 0.0, tool_ms=round(tool_ms, 1), cached=cached)
-        s.steps.append(rec)
-        return rec
 
     # ---------------------------------------------------------- final turns
     def _final_turn(self, s: RunState, step: int, reason: str, *,
@@ -371,7 +297,7 @@ class Agent:
         if completion is None:
             yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
             return
-        self._record(s, step, "", None, None, None, completion, started, 0.0)
+        record_step(s, step, StepDone(), completion, started)
         yield from self._finish(s, Status.ANSWERED if rag else Status.LIMIT)
 
     def _finish(self, s: RunState, status: Status) -> Iterator[Event]:
@@ -385,21 +311,7 @@ class Agent:
                     else "Hello! Ask me anything about your documents.")
             for sent in s.processor.feed(text) + s.processor.finish():
                 yield AnswerDelta(sent.text, sent.supported)
-        yield Final(self._result(s, status))
-
-    def _result(self, s: RunState, status: Status) -> AgentResult:
-        support = s.processor.support_by_number()
-        s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
-        return AgentResult(
-            question=s.question, answer=s.processor.answer, mode=s.mode, status=status,
-            steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
-            all_references=s.ledger.references(None, support),
-            unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
-            sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
-                        "support": None if x.support is None else round(x.support, 3),
-                        "supported": x.supported}
-                       for x in s.processor.sentences if x.text.strip()],
-            usage=s.usage, stop_reason=s.stop_reason, kbs=list(self.kbs))
+        yield Final(result_of(s, status, list(self.kbs)))
 
     def _fallback_answer(self, s: RunState, status: Status, reason: str) -> Iterator[Event]:
         """No model answer could be written: say so and show the best evidence."""
@@ -415,7 +327,7 @@ class Agent:
         s.processor.auto_cite = False
         for sent in s.processor.feed(text) + s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
-        yield Final(self._result(s, status))
+        yield Final(result_of(s, status, list(self.kbs)))
 
     def _cancelled(self, s: RunState) -> Iterator[Event]:
         s.stop_reason = "cancelled"
@@ -430,7 +342,7 @@ class Agent:
         sents += s.processor.finish()
         for sent in sents:
             yield AnswerDelta(sent.text, sent.supported)
-        yield Final(self._result(s, Status.CANCELLED))
+        yield Final(result_of(s, Status.CANCELLED, list(self.kbs)))
 
     # ------------------------------------------------------------ rag/direct
     def _question_search_args(self, s: RunState) -> dict[str, Any]:
@@ -445,8 +357,8 @@ class Agent:
         yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
         out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
         s.usage.tool_ms += tool_ms
-        rec = self._record(s, step, prompts.RAG_THOUGHT, "kb_search", args, out.text, None,
-                           started, tool_ms, out.summary)
+        rec = record_step(s, step, StepDone(prompts.RAG_THOUGHT, "kb_search", args, out.text,
+                                           out.summary, tool_ms), None, started)
         yield Observation(step, "kb_search", out.summary, out.text, out.ok, out.citations,
                           out.sources, False, 0, rec.ms, tool_ms)
         s.calls[("kb_search", json.dumps(args, sort_keys=True))] = step
@@ -484,7 +396,7 @@ class Agent:
         if completion is None:
             yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
             return
-        self._record(s, 1, "", None, None, None, completion, started, 0.0)
+        record_step(s, 1, StepDone(), completion, started)
         yield from self._finish(s, Status.ANSWERED)
 
 

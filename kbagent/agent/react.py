@@ -89,28 +89,16 @@ def _first_json_object(text: str) -> tuple[Any, str | None]:
     start = text.find("{")
     if start == -1:
         return None, "Action Input is missing a JSON object"
-    depth, in_str, esc = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                try:
-                    return json.loads(text[start : i + 1]), None
-                except json.JSONDecodeError as e:
-                    return None, f"Action Input is not valid JSON ({e.msg})"
-    return None, "Action Input JSON is not closed"
+    try:
+        return _DECODER.raw_decode(text, start)[0], None
+    except json.JSONDecodeError as e:
+        # the text runs out inside the object (a reply cut at max_tokens)
+        if "}" not in text[e.pos:] or e.msg.startswith("Unterminated string"):
+            return None, "Action Input JSON is not closed"
+        return None, f"Action Input is not valid JSON ({e.msg})"
+
+
+_DECODER = json.JSONDecoder()
 
 
 def parse_step(text: str) -> ParsedStep:

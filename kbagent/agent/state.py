@@ -4,11 +4,13 @@ citation ledger, the session cache of calls, and why the run stopped."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbagent.agent.citations import AnswerProcessor, CitationLedger
-from kbagent.agent.events import StepRecord, Usage
+from kbagent.agent.answer import AnswerProcessor
+from kbagent.agent.citations import CitationLedger
+from kbagent.agent.events import AgentResult, StepRecord, Usage
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
@@ -73,6 +75,51 @@ class RunState:
         self.usage.prompt_evaluated += c.prompt_evaluated
         self.usage.completion_tokens += c.completion_tokens
         self.usage.llm_calls += 1
+
+
+@dataclass
+class StepDone:
+    """What one step did, as :func:`record_step` keeps it (``tool_ms`` and ``cached``
+    for a tool call)."""
+
+    thought: str = ""
+    action: str | None = None
+    args: dict[str, Any] | None = None
+    observation: str | None = None
+    summary: str | None = None
+    tool_ms: float = 0.0
+    cached: bool = False
+
+
+def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
+                started: float) -> StepRecord:
+    """Append the record of a finished step (its LLM call ``c``, if any) to the run."""
+    rec = StepRecord(
+        step=step, thought=done.thought, action=done.action, args=done.args,
+        observation=done.observation, summary=done.summary, tokens=c.tokens if c else 0,
+        prompt_tokens=c.prompt_tokens if c else 0,
+        prompt_evaluated=c.prompt_evaluated if c else 0,
+        completion_tokens=c.completion_tokens if c else 0,
+        ms=round((time.perf_counter() - started) * 1000, 1),
+        llm_ms=round(c.ms, 1) if c else 0.0, tool_ms=round(done.tool_ms, 1), cached=done.cached)
+    s.steps.append(rec)
+    return rec
+
+
+def result_of(s: RunState, status: str, kbs: list[str]) -> AgentResult:
+    """The run's final result (``kbs``: the names of the KBs it could search)."""
+    support = s.processor.support_by_number()
+    s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
+    return AgentResult(
+        question=s.question, answer=s.processor.answer, mode=s.mode, status=status,
+        steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
+        all_references=s.ledger.references(None, support),
+        unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
+        sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
+                    "support": None if x.support is None else round(x.support, 3),
+                    "supported": x.supported}
+                   for x in s.processor.sentences if x.text.strip()],
+        usage=s.usage, stop_reason=s.stop_reason, kbs=kbs)
 
 
 def final_sources(s: RunState, limit: int) -> list[Any]:

@@ -24,6 +24,7 @@ from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from kbagent.kb.views import FileViews
+from kbagent.text import shorten
 
 OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
 MAX_TOP_K = 10
@@ -90,14 +91,6 @@ _QUERY = {"type": "string", "minLength": 1, "maxLength": 300}
 _TOP_K = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit] + " …"
-
-
 def _where(ctx: ToolContext, kb: str, path: str) -> str:
     return f"{kb}:{path}" if len(ctx.kbs) > 1 else path
 
@@ -122,7 +115,8 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
                            text=h.text, score=h.score, tool=tool, heading=h.heading)
         label = f"[{n}]" if n else "[not citable: citation limit reached]"
         # text first, location after: small models copy whatever comes first
-        lines.append(f"{label} {_shorten(clean_text(h.text), per_hit)}")
+        text = shorten(clean_text(h.text), per_hit, at_word=True, mark=" …")
+        lines.append(f"{label} {text}")
         lines.append(f"    (source: {_where(ctx, h.kb, h.path)}, lines "
                      f"{h.start_line}-{h.end_line})")
         if n:
@@ -174,7 +168,8 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
                                text="\n".join(ln.text for ln in lines), tool="kb_grep")
             label = f"[{n}] " if n else ""
             blocks.append(f"{label}{_where(ctx, kb, path)}")
-            blocks += [f"  {ln.number}: {_shorten(ln.text, 200)}" for ln in lines]
+            blocks += [f"  {ln.number}: {shorten(ln.text, 200, at_word=True, mark=' …')}"
+                       for ln in lines]
             if n:
                 cites.append(n)
             sources.append(Source(path))
@@ -320,9 +315,7 @@ def run_tool(tool: Tool, ctx: ToolContext, args: dict[str, Any]) -> tuple[ToolOu
     started = time.perf_counter()
     try:
         out = tool.run(ctx, args)
-    except ToolFailure as e:
-        out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
-    except KbagentError as e:
+    except (ToolFailure, KbagentError) as e:
         out = ToolOutput(f"{tool.name}: {e}", f"error: {e}", ok=False)
     except Exception as e:  # a tool bug must not end the session
         out = ToolOutput(f"{tool.name} failed ({type(e).__name__}: {e}); try another tool.",

@@ -12,7 +12,7 @@ import typer
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
-from kbagent.cli.kb_commands import KbagentInterrupted, _ProgressBar
+from kbagent.cli.kb_commands import _ProgressBar, ingest_interrupted
 from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError
 from kbagent.kb.models import SearchMode
 
@@ -61,7 +61,7 @@ def retrieval(
             stems, seconds = prepare_kb(settings, ds, name, progress=bar)
             report = evaluate(settings, ds, name, stems, seconds, modes, progress=bar)
     except KeyboardInterrupt:
-        raise KbagentInterrupted(name) from None
+        raise ingest_interrupted(name) from None
     if html_out is not None:
         from kbagent.evaluation.html_report import write_retrieval_html
 

@@ -22,9 +22,10 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
-from kbagent.errors import KbagentError
+from kbagent.errors import Interrupted, KbagentError
 from kbagent.kb.models import SearchMode
 from kbagent.settings import default
+from kbagent.text import shorten
 
 
 class ReportFormat(StrEnum):
@@ -117,7 +118,7 @@ def ingest(
         with _ProgressBar(show_bar) as bar:
             result = Ingestor(settings, name, progress=bar).run(path, rebuild=rebuild)
     except KeyboardInterrupt:
-        raise KbagentInterrupted(name) from None
+        raise ingest_interrupted(name) from None
     if report is ReportFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -141,12 +142,10 @@ def ingest(
     )
 
 
-class KbagentInterrupted(KbagentError):
-    exit_code = 130
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
-                         "finished embeddings are reused)")
+def ingest_interrupted(name: str) -> Interrupted:
+    """The error for a Ctrl-C during an ingest (the KB keeps its live generation)."""
+    return Interrupted(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
+                       "finished embeddings are reused)")
 
 
 # ----------------------------------------------------------------------- search
@@ -163,8 +162,7 @@ def open_kbs(settings: Any, names: list[str] | None) -> list[Any]:
 
 
 def _snippet(text: str, width: int = 220) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten(text, width)
 
 
 @app.command()

@@ -14,12 +14,12 @@ from kbagent.agent.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
-    Final,
     Observation,
     StepStarted,
     ThoughtDelta,
 )
 from kbagent.agent.kinds import StepKind
+from kbagent.text import shorten
 
 _BADGE = re.compile(r"\[(\d+)\]")
 
@@ -121,16 +121,10 @@ def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) ->
     room = 100
     if width:
         room = max(20, width - len(f"[{c['n']}] {where}  {score}  {mark}") - 1)
-    flat = " ".join(c["excerpt"].split())
-    first = flat if len(flat) <= room else flat[: room - 1].rstrip() + "…"
+    first = shorten(c["excerpt"], room, strip=True)
     if styled:
         return (f"[bold black on cyan] {c['n']} [/] [cyan]{escape(where)}[/]  "
                 f"[green]{score}[/]  {escape(first)}{mark}")
     return escape(f"[{c['n']}] {where}  {score}  {first}{mark}")
 
 
-def final_of(events: list[Event]) -> AgentResult | None:
-    for ev in reversed(events):
-        if isinstance(ev, Final):
-            return ev.result
-    return None

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from kbagent.kb.knowledge_base import fsync_dir, new_manifest, write_atomic
+from kbagent.kb.knowledge_base import fsync_path, new_manifest, write_atomic
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
 from kbagent.kb.vectors import VectorIndex
@@ -82,7 +82,7 @@ def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pendin
                         kbaccess=ingestor._rules.text)
         manifest[PENDING_KEY] = True
         write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
-        fsync_dir(gen_dir)
+        fsync_path(gen_dir)
         ingestor._checkpoint("bm25-written")
         write_atomic(ingestor.dir / "CURRENT", gen + "\n")
         published = True
@@ -138,10 +138,9 @@ class PartialVectors:
         self._index.add(keys, np.stack(rows))
         tmp = self.gen_dir / "vectors.usearch.partial"
         self._index.index.save(str(tmp))
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+        fsync_path(tmp)
         os.replace(tmp, self.gen_dir / "vectors.usearch")
-        fsync_dir(self.gen_dir)
+        fsync_path(self.gen_dir)
         manifest = json.loads((self.gen_dir / "manifest.json").read_text(encoding="utf-8"))
         manifest["vectors"] = len(self._index)
         write_atomic(self.gen_dir / "manifest.json", json.dumps(manifest, indent=2))

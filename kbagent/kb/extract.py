@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import codecs
 import io
-import re
 from pathlib import PurePosixPath
 
-from kbagent.kb.models import ExtractedDoc, Line
+from kbagent.kb.models import MD_HEADING, ExtractedDoc, Line
 
 MARKDOWN = {".md", ".markdown", ".mdx", ".mdown"}
 TEXT = {".txt", ".text", ".csv", ".tsv", ".org", ".adoc", ".tex", ".log"}
@@ -118,14 +117,11 @@ def _access(value: object) -> list[str]:
     return [] if acl in (["all"], ["everyone"], ["public"]) else acl
 
 
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-
-
 def _first_heading(lines: list[Line]) -> str:
     for ln in lines[:80]:
-        m = _MD_HEADING.match(ln.text)
+        m = MD_HEADING.match(ln.text)
         if m:
-            return m.group(1).strip()
+            return m.group(2).strip()
     return ""
 
 

@@ -14,15 +14,15 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb import symbol_index
 from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
 from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
@@ -31,26 +31,32 @@ from kbagent.kb.embedder import (
     Embedder,
     load_embedder,
     remote_embedder,
-    resolve_model,
-    vector_space,
 )
 from kbagent.kb.extract import ExtractError, Skip, extract
+from kbagent.kb.generations import (
+    EmbeddingCache,
+    check_compatible,
+    copy_generation,
+    model_of,
+    note_symbols,
+    open_base_store,
+    planned_space,
+    prune_generations,
+    read_base_manifest,
+    salvage_vectors,
+)
 from kbagent.kb.knowledge_base import (
-    CHUNKER_VERSION,
-    SCHEMA_VERSION,
     current_generation,
-    fsync_dir,
+    fsync_path,
     kb_dir,
     new_manifest,
-    read_manifest,
-    rebuild_hint,
     validate_name,
     write_atomic,
 )
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
-from kbagent.kb.store import Store
+from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import walk
 from kbagent.settings import Settings
@@ -70,43 +76,18 @@ class _Pending:
     hashes: list[str]
 
 
-class _EmbeddingCache:
-    """Embeddings of the current, not yet committed, ingest (resume after a kill)."""
+@dataclass
+class _BuildPlan:
+    """What the scan decided, for :meth:`Ingestor._build` to write."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.conn = sqlite3.connect(path)
-        self.conn.execute("CREATE TABLE IF NOT EXISTS cache(hash TEXT PRIMARY KEY, vec BLOB)")
-
-    def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        out = {}
-        for i in range(0, len(hashes), 500):
-            part = hashes[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for h, blob in self.conn.execute(
-                f"SELECT hash, vec FROM cache WHERE hash IN ({marks})", part
-            ):
-                out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    def put(self, items: dict[str, np.ndarray]) -> None:
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO cache VALUES(?,?)",
-            [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
-        )
-        self.conn.commit()
-
-    def discard(self) -> None:
-        self.conn.close()
-        self.path.unlink(missing_ok=True)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    source: Path
+    report: IngestReport
+    base_gen: str | None  # the generation to build on (None: the first one)
+    base_manifest: dict | None  # None: build it whole (no base, or a BM25-only one)
+    base_docs: dict[str, Any]  # path -> the base's DocRow
+    pending: list[_Pending]  # documents to add
+    removed: list[str]  # paths to delete
+    model_id: str  # the vector space
 
 
 class Ingestor:
@@ -167,19 +148,19 @@ class Ingestor:
         base_gen = current_generation(self.dir)
         base_manifest = None
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
-        model_id = self._planned_space()
+        model_id = planned_space(self.settings, lambda: self.embedder)
         base_docs = {}
         self._rules = load_access_rules(source)  # a malformed .kbaccess stops here
         self._old_rules = self._rules
         base_pending = False
         if base_gen and not rebuild:
-            base_manifest = self._base_manifest(base_gen)
-            self._check_compatible(base_manifest, model_id)
+            base_manifest = read_base_manifest(self.dir, self.name, base_gen)
+            check_compatible(self.name, base_manifest, model_id, self.settings)
             base_pending = is_pending(base_manifest)
             if base_pending:  # BM25-only (see bm25_first.py): build it whole again
                 base_manifest = None
             else:
-                store = self._open_base_store(base_gen, base_manifest)
+                store = open_base_store(self.dir, self.name, base_gen, base_manifest)
                 base_docs = store.documents()
                 store.close()
                 self._old_rules = parse_access_rules(base_manifest.get("kbaccess", ""))
@@ -203,70 +184,12 @@ class Ingestor:
         self._partial = None
         if (not base_gen or base_pending) and 0 < self.settings.bm25_first_chunks <= n_chunks:
             self._partial = publish_bm25_first(self, source, base_gen, pending,
-                                               _model_of(model_id), self.embedder.dim)
+                                               model_of(model_id), self.embedder.dim)
             base_gen = self._partial.gen
-        self._build(source, report, base_gen, base_manifest, base_docs, pending, removed,
-                    model_id)
+        self._build(_BuildPlan(source, report, base_gen, base_manifest, base_docs, pending,
+                               removed, model_id))
         report.files.sort(key=lambda f: f.path)
         return report
-
-    def _planned_space(self) -> str:
-        """The vector space this ingest makes, without loading a local model (a remote
-        server without a configured model name is asked for it)."""
-        if self.settings.embed_url:
-            from kbagent.kb.remote_embedder import REMOTE_PREFIX
-
-            model = self.settings.embed_model
-            return REMOTE_PREFIX + model if model else self.embedder.model_id
-        return vector_space(resolve_model(self.settings.embedding_model)[0],
-                            self.settings.embedding_precision)
-
-    # ----------------------------------------------------------- base checks
-    def _base_manifest(self, gen: str) -> dict:
-        try:
-            return read_manifest(self.dir / gen)
-        except (OSError, ValueError) as e:
-            raise KbCorruptError(
-                f"KB '{self.name}' is corrupted (manifest: {e}); {rebuild_hint(self.name, None)}"
-            ) from e
-
-    def _check_compatible(self, manifest: dict, model_id: str) -> None:
-        if manifest.get("schema_version") != SCHEMA_VERSION:
-            raise BadInputError(
-                f"KB '{self.name}' has index schema v{manifest.get('schema_version')}, now "
-                f"v{SCHEMA_VERSION} (access groups in the index); add --rebuild to update it "
-                "(embeddings are reused)")
-        chunker = manifest.get("chunker", {})
-        want = {"version": CHUNKER_VERSION, "max_tokens": self.settings.chunk_tokens,
-                "overlap": self.settings.chunk_overlap}
-        if _space_of(manifest) != model_id:
-            raise BadInputError(
-                f"KB '{self.name}' was built with embedding model "
-                f"{_space_of(manifest)!r}, not {model_id!r}; add --rebuild to re-embed"
-            )
-        if chunker.get("version") != CHUNKER_VERSION:
-            raise BadInputError(
-                f"KB '{self.name}' was built by an older kbagent (extraction/chunking "
-                f"v{chunker.get('version')}, now v{CHUNKER_VERSION}); add --rebuild to "
-                "update it (embeddings are reused)"
-            )
-        if chunker != want:
-            raise BadInputError(
-                f"KB '{self.name}' was chunked with {chunker['max_tokens']} tokens and "
-                f"{chunker['overlap']} overlap, settings now say {want['max_tokens']} and "
-                f"{want['overlap']}; add --rebuild to re-chunk"
-            )
-
-    def _open_base_store(self, gen: str, manifest: dict) -> Store:
-        try:
-            store = Store(self.dir / gen / "kb.sqlite", readonly=True)
-            store.count()
-            return store
-        except sqlite3.Error as e:
-            raise KbCorruptError(
-                f"KB '{self.name}' is corrupted (database: {e}); "
-                f"{rebuild_hint(self.name, manifest)}"
-            ) from e
 
     # ------------------------------------------------------------------ scan
     def _scan(self, source: Path, report: IngestReport, base_docs: dict, model_id: str):
@@ -315,10 +238,7 @@ class Ingestor:
             if not chunks:
                 report.files.append(FileReport(sf.path, "skipped", "no text content"))
                 continue
-            hashes = [
-                hashlib.sha1(f"{model_id}\n{c.index_text(doc.title)}".encode()).hexdigest()
-                for c in chunks
-            ]
+            hashes = [text_hash(model_id, c.index_text(doc.title)) for c in chunks]
             fr = FileReport(sf.path, status, chunks=len(chunks))
             if old is not None and old.content_hash == digest:
                 fr.reason = "access changed (.kbaccess)"
@@ -329,21 +249,24 @@ class Ingestor:
         return pending, keep
 
     # ----------------------------------------------------------------- build
-    def _build(self, source, report, base_gen, base_manifest, base_docs, pending, removed,
-               model_id) -> None:
+    def _build(self, plan: _BuildPlan) -> None:
+        source, report, base_gen, base_manifest = (plan.source, plan.report, plan.base_gen,
+                                                   plan.base_manifest)
+        base_docs, pending, removed, model_id = (plan.base_docs, plan.pending, plan.removed,
+                                                 plan.model_id)
         n = int(base_gen.split("-")[1]) + 1 if base_gen else 1
         gen = f"gen-{n:06d}"
         gen_dir = self.dir / gen
         if gen_dir.exists():  # left by a killed run
             shutil.rmtree(gen_dir)
-        cache = _EmbeddingCache(self.dir / "embed_cache.sqlite")
+        cache = EmbeddingCache(self.dir / "embed_cache.sqlite")
         published = False
         lexical: LexicalIndex | None = None
         store: Store | None = None
         try:
             incremental = bool(base_gen) and base_manifest is not None
             if incremental:
-                self._copy_generation(self.dir / base_gen, gen_dir)
+                copy_generation(self.dir / base_gen, gen_dir)
             else:
                 gen_dir.mkdir(parents=True)
             self._checkpoint("copied")
@@ -359,8 +282,8 @@ class Ingestor:
             gone = [base_docs[p].id for p in removed] + [
                 base_docs[p.doc.path].id for p in pending if p.doc.path in base_docs
             ]
-            reuse: dict[str, np.ndarray] = {} if incremental else self._salvage(
-                base_gen, model_id, {h for p in pending for h in p.hashes})
+            reuse: dict[str, np.ndarray] = {} if incremental else salvage_vectors(
+                self.dir, base_gen, model_id, {h for p in pending for h in p.hashes})
             if gone:
                 by_hash = store.chunk_ids_by_hash(gone)
                 vecs = vectors.get(list(by_hash.values()))
@@ -369,7 +292,7 @@ class Ingestor:
                 lexical.delete_docs(gone)
                 vectors.remove(chunk_ids)
             if incremental and not symbol_index.has_index(base_manifest):
-                self._note_symbols(report, symbol_index.backfill(store.conn))
+                note_symbols(report, symbol_index.backfill(store.conn))
             self._checkpoint("deleted")
 
             # 2. embed what is new (reusing old vectors and the resume cache)
@@ -408,9 +331,9 @@ class Ingestor:
             lexical.commit()
             self._checkpoint("tantivy-committed")
             vectors.save()
-            _fsync_file(vectors.path)
+            fsync_path(vectors.path)
             self._checkpoint("vectors-saved")
-            manifest = new_manifest(self.name, str(source), _model_of(model_id), dim,
+            manifest = new_manifest(self.name, str(source), model_of(model_id), dim,
                                     self.settings)
             manifest.update(self._runtime_fields(base_manifest))
             if incremental:
@@ -419,7 +342,7 @@ class Ingestor:
                             kbaccess=self._rules.text)
             manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
-            fsync_dir(gen_dir)
+            fsync_path(gen_dir)
             self._checkpoint("manifest-written")
             write_atomic(self.dir / "CURRENT", gen + "\n")
             published = True
@@ -433,55 +356,10 @@ class Ingestor:
                     store.close()
                 shutil.rmtree(gen_dir, ignore_errors=True)
         cache.discard()
-        self._prune(keep={gen, base_gen})
-
-    @staticmethod
-    def _note_symbols(report: IngestReport, problems: dict[str, str]) -> None:
-        """Put a file's symbol-index problem (a syntax error) in its report line."""
-        for f in report.files:
-            why = problems.get(f.path)
-            if why:
-                f.reason = f"{f.reason}; {why}" if f.reason else why
-
-    def _salvage(self, base_gen: str | None, model_id: str,
-                 wanted: set[str]) -> dict[str, np.ndarray]:
-        """On --rebuild, reuse the old generation's vectors of the ``wanted`` text
-        hashes when it is consistent and used the same model (a chunker upgrade then
-        costs no embedding for unchanged text); a damaged generation is ignored and
-        everything is embedded again. Not ``KnowledgeBase``: that refuses a damaged
-        generation with an error, and this must not."""
-        if not base_gen:
-            return {}
-        gen_dir = self.dir / base_gen
-        try:
-            manifest = read_manifest(gen_dir)
-            if _space_of(manifest) != model_id:
-                return {}
-            store = Store(gen_dir / "kb.sqlite", readonly=True)
-            try:
-                rows = store.conn.execute("SELECT id, text_hash FROM chunks").fetchall()
-            finally:
-                store.close()
-            vectors = VectorIndex(gen_dir / "vectors.usearch", int(manifest["embedding_dim"]))
-            if len(vectors) != len(rows) or LexicalIndex(gen_dir / "tantivy").num_docs() != len(
-                    rows):
-                return {}
-            keep = [(cid, h) for cid, h in rows if h in wanted]
-            vecs = vectors.get([cid for cid, _ in keep])
-            return {h: vecs[cid] for cid, h in keep if cid in vecs}
-        except Exception:  # unreadable in any way: nothing to salvage
-            return {}
-
-    def _copy_generation(self, src: Path, dst: Path) -> None:
-        dst.mkdir(parents=True)
-        shutil.copy2(src / "kb.sqlite", dst / "kb.sqlite")
-        shutil.copy2(src / "vectors.usearch", dst / "vectors.usearch")
-        # tantivy never rewrites a segment file in place, so hard links are a safe copy
-        shutil.copytree(src / "tantivy", dst / "tantivy", copy_function=_link_or_copy,
-                        ignore=shutil.ignore_patterns("*.lock"))
+        prune_generations(self.dir, keep={gen, base_gen})
 
     def _embed(self, pending: list[_Pending], reuse: dict[str, np.ndarray],
-               cache: _EmbeddingCache, report: IngestReport) -> dict[str, np.ndarray]:
+               cache: EmbeddingCache, report: IngestReport) -> dict[str, np.ndarray]:
         texts: dict[str, str] = {}
         for p in pending:
             for h, ch in zip(p.hashes, p.chunks, strict=True):
@@ -518,27 +396,3 @@ class Ingestor:
             "embedding_runtime", "torch")
         precision = "fp32" if self.settings.embed_url else self.settings.embedding_precision
         return {"embedding_runtime": runtime, "embedding_precision": precision}
-
-    def _prune(self, keep: set[str | None]) -> None:
-        for d in self.dir.iterdir():
-            if d.is_dir() and d.name.startswith("gen-") and d.name not in keep:
-                shutil.rmtree(d, ignore_errors=True)
-
-
-def _space_of(manifest: dict) -> str:
-    """A manifest's vector space; no precision recorded = fp32 (older KBs)."""
-    return vector_space(str(manifest.get("embedding_model")),
-                        str(manifest.get("embedding_precision", "fp32")))
-
-
-def _model_of(space: str) -> str:
-    from kbagent.kb.embedder import parse_space
-
-    return parse_space(space)[0]
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)

@@ -71,10 +71,11 @@ def write_atomic(path: Path, data: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory: so that a rename in it is durable)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -145,10 +146,6 @@ def list_kbs(settings: Settings) -> list[KbInfo]:
             out.append(KbInfo(d.name, "", 0, 0, "", _dir_size(d), 0.0, gen,
                               error=f"unreadable manifest: {e}"))
     return out
-
-
-def kb_exists(settings: Settings, name: str) -> bool:
-    return current_generation(kb_dir(settings, name)) is not None
 
 
 def require_kb(settings: Settings, name: str) -> Path:

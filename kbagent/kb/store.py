@@ -6,15 +6,35 @@ history; they are the keys of the tantivy and usearch indexes too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kbagent.kb.access import Principal, may_read
 from kbagent.kb.models import Chunk, ExtractedDoc, Line
+
+SQL_BATCH = 500  # ids per ``IN (...)``: well below SQLite's limit on bound parameters
+
+
+T = TypeVar("T")
+
+
+def text_hash(model_id: str, text: str) -> str:
+    """A chunk's ``text_hash``: its vector is reused when model and indexed text match."""
+    return hashlib.sha1(f"{model_id}\n{text}".encode()).hexdigest()
+
+
+def in_batches(values: Sequence[T], size: int = SQL_BATCH) -> Iterator[tuple[str, list[T]]]:
+    """``values`` in parts of ``size``, each with its ``?,?,…`` placeholders for a
+    SQL ``IN (...)``."""
+    for i in range(0, len(values), size):
+        part = list(values[i : i + size])
+        yield ",".join("?" * len(part)), part
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents(
@@ -124,9 +144,7 @@ class Store:
         """Delete documents and their chunks; return the deleted chunk ids."""
         ids = list(doc_ids)
         chunk_ids: list[int] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
+        for marks, part in in_batches(ids):
             chunk_ids += [
                 r[0] for r in self.conn.execute(
                     f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part
@@ -150,9 +168,7 @@ class Store:
 
     def chunk_ids_by_hash(self, doc_ids: list[int]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for i in range(0, len(doc_ids), 500):
-            part = doc_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
+        for marks, part in in_batches(doc_ids):
             for cid, h in self.conn.execute(
                 f"SELECT id,text_hash FROM chunks WHERE doc_id IN ({marks})", part
             ):
@@ -164,14 +180,9 @@ class Store:
         chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return int(docs), int(chunks)
 
-    def all_chunk_ids(self) -> list[int]:
-        return [r[0] for r in self.conn.execute("SELECT id FROM chunks ORDER BY id")]
-
     def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
+        for marks, part in in_batches(ids):
             for r in self.conn.execute(
                 "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
                 f"d.access FROM chunks c JOIN documents d ON d.id=c.doc_id WHERE c.id IN ({marks})",
@@ -215,9 +226,7 @@ class Store:
             "SELECT id, access FROM documents WHERE access != '[]'")
             if not may_read(principal, json.loads(r[1]))]
         out: set[int] = set()
-        for i in range(0, len(denied_docs), 500):
-            part = denied_docs[i : i + 500]
-            marks = ",".join("?" * len(part))
+        for marks, part in in_batches(denied_docs):
             out.update(r[0] for r in self.conn.execute(
                 f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part))
         return frozenset(out)

@@ -30,6 +30,7 @@ from typing import Any
 
 from kbagent.errors import NotFoundError
 from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.store import in_batches
 from kbagent.kb.symbols import GrammarMissing, grammar_for, parse_symbols
 
 VERSION = 1  # manifest["symbol_index"]; bump when what is extracted changes
@@ -111,9 +112,7 @@ def _intern(conn: sqlite3.Connection, names: set[str]) -> dict[str, int]:
     conn.executemany("INSERT OR IGNORE INTO symbol_names(name) VALUES(?)",
                      [(n,) for n in ordered])
     out: dict[str, int] = {}
-    for i in range(0, len(ordered), 500):
-        part = ordered[i : i + 500]
-        marks = ",".join("?" * len(part))
+    for marks, part in in_batches(ordered):
         out.update((n, i_) for i_, n in conn.execute(
             f"SELECT id,name FROM symbol_names WHERE name IN ({marks})", part))
     return out

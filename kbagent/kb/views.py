@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
+
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -39,39 +41,26 @@ def normalize_path(path: str) -> str:
 @lru_cache(maxsize=256)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """Translate a glob (``*``, ``?``, ``[..]``, ``**``) to a regex over KB paths.
-    A pattern without ``/`` matches file names at any depth, like ``.gitignore``."""
+    A pattern without ``/`` matches file names at any depth, like ``.gitignore``.
+
+    The translation is pathspec's gitignore one, less two gitignore rules that do
+    not fit a search over files: a leading ``!`` or ``#`` is an ordinary character,
+    and a pattern matches files only (in a .gitignore, a pattern that names a folder
+    also matches all below it)."""
     pat = normalize_path(pattern) if pattern.strip() not in ("", "*", "**") else pattern.strip()
     if "/" not in pat:
         pat = "**/" + pat
-    out, i = [], 0
-    while i < len(pat):
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pat.find("]", i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pat[i + 1 : j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
+    if pat[:1] in ("!", "#"):
+        pat = "\\" + pat
+    regex, _ = GitIgnoreBasicPattern.pattern_to_regex(pat)
+    if regex is None:  # nothing left to match (an empty pattern)
+        return re.compile(r"(?!)")
+    if regex.endswith(_FOLDER_TOO):
+        regex = regex[: -len(_FOLDER_TOO)] + "$"
+    return re.compile(regex)
+
+
+_FOLDER_TOO = "(?:/|$)"  # pathspec's ending that lets a pattern match a folder
 
 
 @dataclass

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbagent.text import shorten
+
 
 def excerpt(text: str, width: int = 160) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten(text or "", width)
 
 
 def ref_location(ref: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """LLM backends behind one small interface (:class:`~kbagent.agent.llm.base.LLM`):
 llama.cpp in-process (default), any OpenAI-compatible server, a scripted fake."""
 
-from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, complete, load_llm
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, complete
+from kbagent.agent.llm.factory import load_llm
 
 __all__ = ["LLM", "Completion", "ContextFull", "Message", "complete", "load_llm"]

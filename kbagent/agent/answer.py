@@ -1,0 +1,292 @@
+"""The answer, post-processed sentence by sentence so that it can stream
+(:class:`AnswerProcessor`): marker variants are normalised to ``[n]``, numbers
+the ledger does not know are dropped, a sentence the model left uncited gets a
+marker placed at its end when it matches a chunk (longest common substring above
+a minimum length, or strong word overlap for paraphrases), and every cited
+sentence gets a lexical support score against its chunks."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from kbagent.agent.citations import (
+    CJK,
+    MIN_LCS,
+    PARAPHRASE_OVERLAP,
+    SUPPORT_THRESHOLD,
+    CitationLedger,
+    clean_text,
+    content_tokens,
+    weighted_len,
+)
+
+_VARIANT = re.compile(
+    r"(?P<ws>[ \t]*)(?:"
+    r"【\s*(?P<a>[\d\s,，、;；\-–]+?)\s*】"
+    r"|\[\^(?P<b>\d+)\]"
+    r"|\[\s*(?:(?:source|sources|ref|refs|citation|chunk|doc)\s*)?#?\s*"
+    r"(?P<c>\d+(?:\s*[,，、;；\-–]\s*#?\d+)*)\s*\])",
+    re.IGNORECASE,
+)
+_MARKER = re.compile(r"\[(\d+)\]")
+_ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
+_RESTART = re.compile(
+    r"(?:^|\n)[ \t]*(?:the\s+)?final\s+answer(?:\s+is)?\s*:[ \t]*|(?:^|\n)[ \t]*"
+    r"(?:thought|question|observation|action)\s*:",
+    re.IGNORECASE,
+)
+
+
+def _expand(group: str) -> list[int]:
+    nums: list[int] = []
+    for part in re.split(r"[,，、;；]", group):
+        part = part.strip().lstrip("#")
+        m = re.match(r"^(\d+)\s*[\-–]\s*#?(\d+)$", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            nums.extend(range(a, b + 1) if 0 <= b - a <= 10 else [a, b])
+        elif part.isdigit():
+            nums.append(int(part))
+    return nums
+
+
+def normalize_markers(text: str, valid: set[int]) -> str:
+    """Rewrite marker variants as ``[n][m]``; drop numbers not in ``valid``."""
+
+    def repl(m: re.Match[str]) -> str:
+        group = m.group("a") or m.group("b") or m.group("c") or ""
+        seen: list[int] = []
+        for n in _expand(group):
+            if n in valid and n not in seen:
+                seen.append(n)
+        # a dropped marker takes its leading space with it
+        return m.group("ws") + "".join(f"[{n}]" for n in seen) if seen else ""
+
+    out = _VARIANT.sub(repl, text)
+    return re.sub(r"(\[\d+\])(?:\s*\1)+", r"\1", out)  # [1] [1] -> [1]
+
+
+def cited_numbers(text: str) -> list[int]:
+    return [int(n) for n in _MARKER.findall(text)]
+
+
+# --------------------------------------------------------------- sentences
+_ABBREV = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "inc", "ltd", "co", "no", "fig",
+           "approx", "st", "jr", "sr", "u.s", "dept", "est"}
+_END = re.compile(
+    r"(?:[.!?]+[\"'”’)\]]*(?:[ \t]*\[\d+\])*(?=\s|$)"
+    r"|[。！？]+[」』）)]*(?:\[\d+\])*"
+    r"|\n+)"
+)
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    if text[dot] != ".":
+        return False
+    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
+    if not m:
+        return False
+    word = m.group(1).lower().rstrip(".")
+    return word in _ABBREV or len(word) == 1
+
+
+def sentence_spans(text: str, final: bool = True) -> tuple[list[str], str]:
+    """Split off complete sentences (trailing whitespace included); return (sentences, rest).
+    With ``final=False`` a boundary only counts once text follows it that cannot be
+    a citation marker belonging to the sentence."""
+    out: list[str] = []
+    start = 0
+    for m in _END.finditer(text):
+        end = m.end()
+        if m.start() < start or _is_abbreviation(text, m.start()):
+            continue
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        if end < len(text) and text[end] == "\n":
+            nl = re.match(r"\n+", text[end:])
+            end += nl.end() if nl else 0
+        rest = text[end:]
+        if not final and (not rest.strip() or rest.lstrip().startswith(("[", "【"))):
+            break
+        out.append(text[start:end])
+        start = end
+    tail = text[start:]
+    if final and tail:
+        out.append(tail)
+        tail = ""
+    return out, tail
+
+
+# ----------------------------------------------------------- post-processing
+@dataclass
+class ProcessedSentence:
+    text: str
+    cited: list[int]
+    auto: bool = False  # a marker was placed by the harness
+    support: float | None = None
+    supported: bool | None = None
+
+
+def _insert_marker(sentence: str, marker: str) -> str:
+    """Place a marker at the end of the sentence, before its terminal punctuation."""
+    body = sentence.rstrip()
+    trail = sentence[len(body):]
+    m = re.search(r"([.!?。！？]+[\"'”’)\]」』）]*)$", body)
+    if m:
+        core = body[: m.start()]
+        sep = "" if CJK.search(core[-1:] or "") else " "
+        return f"{core.rstrip()}{sep}{marker}{m.group(1)}{trail}"
+    sep = "" if CJK.search(body[-1:] or "") else " "
+    return f"{body}{sep}{marker}{trail}"
+
+
+@dataclass
+class AnswerProcessor:
+    """Streaming post-processor: feed raw answer text, get finished sentences."""
+
+    ledger: CitationLedger
+    threshold: float = SUPPORT_THRESHOLD
+    auto_cite: bool = True
+    _buffer: str = ""
+    used_auto: set[int] = field(default_factory=set)
+    sentences: list[ProcessedSentence] = field(default_factory=list)
+    _matchers: dict[int, SequenceMatcher] = field(default_factory=dict)
+
+    def feed(self, delta: str) -> list[ProcessedSentence]:
+        self._buffer += delta
+        done, self._buffer = sentence_spans(self._buffer, final=False)
+        return [self._process(s) for s in done]
+
+    def cut_restart(self) -> bool:
+        """A small model often restarts its answer ("The final answer is: ...") or the
+        protocol ("Thought:") after answering. Drop such a restart; True if one was cut.
+        The same phrase at the very start of the answer is only stripped."""
+        if not self.sentences:
+            lead = _RESTART.match(self._buffer)
+            if lead and lead.start() == 0 and self._buffer[lead.end():].strip():
+                self._buffer = self._buffer[lead.end():].lstrip()
+        m = _RESTART.search(self._buffer, 0 if self.sentences else 1)
+        if m is None or (not self.sentences and not self._buffer[: m.start()].strip()):
+            return False
+        self._buffer = self._buffer[: m.start()].rstrip()
+        return True
+
+    def trim_repetition(self, window: int = 24) -> bool:
+        """Detect a degenerate loop in the unfinished text (a small model repeating
+        itself); cut it back to one copy of the repeated part. Returns True if cut."""
+        buf = self._buffer
+        if len(buf) < 3 * window:
+            return False
+        # citation numbers do not make a repeat new ("Source: [1] Source: [2] ..."):
+        # compare with their digits masked (same length, so positions carry over)
+        norm = _MARKER.sub(lambda m: "[" + "#" * (len(m.group()) - 2) + "]", buf)
+        tail = norm[-window:]
+        first = norm.find(tail)
+        second = norm.find(tail, first + 1)
+        if second == -1 or norm.count(tail) < 3:
+            return False
+        self._buffer = buf[: second].rstrip()
+        return True
+
+    def drop_repeat(self) -> bool:
+        """If the newest finished sentence repeats an earlier one (citation markers,
+        case and spacing aside), drop it and return True."""
+        if len(self.sentences) < 2:
+            return False
+        norm = " ".join(_MARKER.sub("", self.sentences[-1].text).lower().split())
+        if norm and any(norm == " ".join(_MARKER.sub("", s.text).lower().split())
+                        for s in self.sentences[:-1]):
+            self.sentences.pop()
+            return True
+        return False
+
+    def drop_unfinished(self) -> str:
+        """Drop an unfinished trailing sentence (generation hit its token limit
+        mid-sentence), if at least one sentence is finished. Returns what was dropped."""
+        pieces, _ = sentence_spans(self._buffer, final=True)
+        if not pieces or not (self.sentences or len(pieces) > 1):
+            return ""
+        last = _MARKER.sub("", pieces[-1]).rstrip()
+        if not last or _ENDED.search(last):
+            return ""
+        self._buffer = "".join(pieces[:-1])
+        return pieces[-1]
+
+    def finish(self) -> list[ProcessedSentence]:
+        done, self._buffer = sentence_spans(self._buffer, final=True)
+        return [self._process(s) for s in done]
+
+    @property
+    def answer(self) -> str:
+        return "".join(s.text for s in self.sentences).strip()
+
+    def cited(self) -> set[int]:
+        return {n for s in self.sentences for n in s.cited}
+
+    def support_by_number(self) -> dict[int, bool | None]:
+        out: dict[int, bool | None] = {}
+        for s in self.sentences:
+            for n in s.cited:
+                if s.supported:
+                    out[n] = True
+                elif n not in out or out[n] is None:
+                    out[n] = s.supported
+        return out
+
+    def _process(self, raw: str) -> ProcessedSentence:
+        text = normalize_markers(raw, self.ledger.numbers())
+        cited = list(dict.fromkeys(cited_numbers(text)))
+        sent = ProcessedSentence(text, cited)
+        plain = _MARKER.sub("", text).strip()
+        if not cited and self.auto_cite and plain:
+            n = self._best_match(plain)
+            if n is not None:
+                self.used_auto.add(n)
+                sent.text = _insert_marker(text, f"[{n}]")
+                sent.cited, sent.auto = [n], True
+        if sent.cited:
+            sent.support = self._support(plain, sent.cited)
+            if sent.support is not None:
+                sent.supported = sent.support >= self.threshold
+        self.sentences.append(sent)
+        return sent
+
+    def _support(self, plain: str, numbers: list[int]) -> float | None:
+        words = content_tokens(plain)
+        if not words:
+            return None
+        evidence: set[str] = set()
+        for n in numbers:
+            c = self.ledger.get(n)
+            if c is not None:
+                evidence |= content_tokens(c.text)
+        return len(words & evidence) / len(words)
+
+    def _best_match(self, plain: str) -> int | None:
+        norm = " ".join(clean_text(plain).lower().split())
+        if weighted_len(norm) < 12:
+            return None
+        words = content_tokens(norm)
+        best: tuple[float, int, int] | None = None  # (lcs, chunk length, -n)
+        for c in sorted(self.ledger, key=lambda c: (-len(c.text), c.n)):
+            if c.n in self.used_auto:
+                continue
+            sm = self._matchers.get(c.n)
+            if sm is None or sm.b != c.text.lower():
+                sm = SequenceMatcher(None, autojunk=False)
+                sm.set_seq2(c.text.lower())
+                self._matchers[c.n] = sm
+            sm.set_seq1(norm)
+            m = sm.find_longest_match(0, len(norm), 0, len(sm.b))
+            lcs = weighted_len(norm[m.a : m.a + m.size])
+            ok = lcs >= MIN_LCS
+            if not ok and len(words) >= 3:
+                shared = len(words & content_tokens(c.text))
+                ok = shared >= 3 and shared / len(words) >= PARAPHRASE_OVERLAP
+            if ok:
+                key = (lcs, len(c.text), -c.n)
+                if best is None or key > best:
+                    best = key
+        return -best[2] if best else None

@@ -1,0 +1,78 @@
+"""One LLM call streamed into events: Thought and Answer deltas as they come, the
+answer checked sentence by sentence, stopped on a cancel, the time limit or an
+answer that repeats itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+
+from kbagent.agent.cancel import CancelToken
+from kbagent.agent.events import AnswerDelta, Event, ThoughtDelta
+from kbagent.agent.kinds import FinishReason
+from kbagent.agent.llm.base import LLM, Completion
+from kbagent.agent.react import ANSWER_STOP, STOP, StepStreamer
+from kbagent.agent.state import RunState
+
+
+def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,
+             max_tokens: int, final_turn: bool = False
+             ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
+    """Stream one LLM call; yield Thought/Answer deltas. Returns
+    (completion or None if stopped early, text, why it stopped early)."""
+    streamer = StepStreamer(answer_only=final_turn)
+    gen = llm.stream(s.messages, grammar=grammar if llm.supports_grammar else None,
+                     stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens,
+                     cancel=cancel)
+    completion: Completion | None = None
+    aborted = ""
+    hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
+    llm_s = 0.0  # time spent inside the backend only: the loop's own work is separate
+    try:
+        while True:
+            if cancel.is_set():
+                aborted = "cancelled"
+                break
+            if time.perf_counter() > hard_deadline:
+                aborted = "time limit"
+                break
+            t0 = time.perf_counter()
+            try:
+                piece = next(gen)
+            except StopIteration as stop:
+                completion = stop.value
+                break
+            finally:
+                llm_s += time.perf_counter() - t0
+            thought, answer = streamer.feed(piece)
+            if thought:
+                yield ThoughtDelta(step, thought)
+            if answer:
+                for sent in s.processor.feed(answer):
+                    if s.processor.drop_repeat():
+                        aborted = "repetition"
+                        break
+                    yield AnswerDelta(sent.text, sent.supported)
+                if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
+                    aborted = "repetition"
+                    break
+        if cancel.cancelled and aborted != "repetition":
+            aborted, completion = "cancelled", None  # a backend that stopped on the token
+    finally:
+        if completion is None:
+            t0 = time.perf_counter()
+            gen.close()
+            llm_s += time.perf_counter() - t0
+        s.usage.llm_ms += llm_s * 1000
+    if completion is None:
+        partial = getattr(llm, "last_usage", None)  # what the stopped call cost
+        if aborted != "repetition":
+            if partial is not None:
+                s.count(partial)
+            return None, streamer.text, aborted
+        aborted = ""  # a looping answer is cut, then treated as finished
+        completion = partial or Completion(streamer.text, 0, 0, 0, FinishReason.REPETITION, 0)
+        completion.finish_reason = FinishReason.REPETITION
+    s.count(completion)
+    completion.ms = llm_s * 1000
+    return completion, streamer.text, aborted
