@@ -282,7 +282,8 @@ def _mark(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def new_manifest(name: str, source: str, model_id: str, dim: int, settings: Settings) -> dict:
+def new_manifest(name: str, source: str, model_id: str, dim: int,
+                 settings: Settings) -> dict[str, Any]:
     now = time.time()
     return {
         "schema_version": SCHEMA_VERSION,

@@ -20,6 +20,7 @@ from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit, SearchMode
 from kbagent.kb.rerank import Reranker, rerank_hits
+from kbagent.kb.store import ChunkRow
 
 RRF_K = 60
 MODES = tuple(m.value for m in SearchMode)
@@ -159,7 +160,7 @@ class HybridSearcher:
             scored.append((score, key))
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
-        rows_by_kb: dict[int, dict] = {}
+        rows_by_kb: dict[int, dict[int, ChunkRow]] = {}
         want = max(k, self.reranker.top_n) if self.reranker else k
         # fetch rows lazily; the ACL check here is a second line of defence (same rule)
         for score, (i, cid) in scored:
