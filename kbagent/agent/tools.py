@@ -211,7 +211,7 @@ def _kb_cat(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         body = _cap(body, ctx.max_chars - 200)
         more = f"\n(continue at line {res.next_line})" if res.next_line else "\n(end of file)"
         return ToolOutput(f"{head}\n{body}{more}", f"read {res.path}:{first}-{last}", True,
-                          [n] if n else [], [f"{res.path}:{first}-{last}"])
+                          [n] if n else [], [Source(res.path, first, last)])
     msg = str(last_error) if last_error else f"no file '{path}'"
     raise ToolFailure(f"{msg}; use kb_ls or kb_glob to find paths")
 
