@@ -152,7 +152,9 @@ class AnswerProcessor:
     _buffer: str = ""
     used_auto: set[int] = field(default_factory=set)
     sentences: list[ProcessedSentence] = field(default_factory=list)
-    _matchers: dict[int, SequenceMatcher] = field(default_factory=dict)
+    # chunk number -> (its lowered text, a matcher holding it as seq2); the text is
+    # kept beside the matcher because SequenceMatcher's ``b`` is not public API
+    _matchers: dict[int, tuple[str, SequenceMatcher[str]]] = field(default_factory=dict)
 
     def feed(self, delta: str) -> list[ProcessedSentence]:
         self._buffer += delta
@@ -273,13 +275,16 @@ class AnswerProcessor:
         for c in sorted(self.ledger, key=lambda c: (-len(c.text), c.n)):
             if c.n in self.used_auto:
                 continue
-            sm = self._matchers.get(c.n)
-            if sm is None or sm.b != c.text.lower():
-                sm = SequenceMatcher(None, autojunk=False)
-                sm.set_seq2(c.text.lower())
-                self._matchers[c.n] = sm
+            text = c.text.lower()
+            cached = self._matchers.get(c.n)
+            if cached is None or cached[0] != text:
+                sm: SequenceMatcher[str] = SequenceMatcher(None, autojunk=False)
+                sm.set_seq2(text)
+                self._matchers[c.n] = (text, sm)
+            else:
+                sm = cached[1]
             sm.set_seq1(norm)
-            m = sm.find_longest_match(0, len(norm), 0, len(sm.b))
+            m = sm.find_longest_match(0, len(norm), 0, len(text))
             lcs = weighted_len(norm[m.a : m.a + m.size])
             ok = lcs >= MIN_LCS
             if not ok and len(words) >= 3:

@@ -6,14 +6,20 @@ import ast
 import math
 import operator
 import re
+from collections.abc import Callable
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-        ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCS = {"abs": abs, "round": round, "min": min, "max": max, "sqrt": math.sqrt,
-          "log": math.log, "log10": math.log10, "exp": math.exp, "floor": math.floor,
-          "ceil": math.ceil, "sum": lambda *a: sum(a)}
+Number = float | int
+
+_BIN: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow}
+_UNARY: dict[type[ast.unaryop], Callable[[Number], Number]] = {
+    ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCS: dict[str, Callable[..., Number]] = {
+    "abs": abs, "round": round, "min": min, "max": max, "sqrt": math.sqrt,
+    "log": math.log, "log10": math.log10, "exp": math.exp, "floor": math.floor,
+    "ceil": math.ceil, "sum": lambda *a: sum(a)}
 _NAMES = {"pi": math.pi, "e": math.e}
 MAX_LEN = 300
 MAX_MAGNITUDE = 1e300

@@ -85,7 +85,8 @@ def _stem(tok: str) -> str:
     stemmer (the pure-Python one is slow: words repeat, so they are cached)."""
     if tok[0].isdigit():
         return tok.replace(",", "").rstrip("%")
-    return _stemmer().stemWord(tok)
+    stem: str = _stemmer().stemWord(tok)
+    return stem
 
 
 _local = threading.local()

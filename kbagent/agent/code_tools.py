@@ -33,8 +33,8 @@ def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
     return out
 
 
-def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0) -> tuple[list[str], list[int],
-                                                                              list[str]]:
+def _cite(ctx: Any, tool: str, hits: list[SymbolHit],
+          span: int = 0) -> tuple[list[str], list[int], list[Source]]:
     """Ledger numbers for hits grouped by file; returns (lines, citations, sources)."""
     from kbagent.agent.tools import _where
 

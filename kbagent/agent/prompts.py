@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kbagent.agent.schema import example_args
 from kbagent.agent.tools import Tool
@@ -77,7 +78,7 @@ def observation_message(text: str, step: int, max_steps: int) -> str:
     return f"Observation: {text}\n{hint}"
 
 
-def action_text(thought: str, tool: str, args: dict) -> str:
+def action_text(thought: str, tool: str, args: dict[str, Any]) -> str:
     return f"Thought: {thought}\nAction: {tool}\nAction Input: {json.dumps(args)}"
 
 

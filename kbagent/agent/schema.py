@@ -116,7 +116,7 @@ def _string_rule(spec: dict[str, Any]) -> str:
 
 
 def _value_rule(spec: dict[str, Any]) -> str:
-    typ = spec.get("type")
+    typ: str | None = spec.get("type")
     if typ == "string":
         if "enum" in spec:
             return "(" + " | ".join(json.dumps(json.dumps(v)) for v in spec["enum"]) + ")"
@@ -127,7 +127,8 @@ def _value_rule(spec: dict[str, Any]) -> str:
         item = _string_rule(spec.get("items", {"minLength": 1}))
         n = int(spec.get("maxItems", 10))
         return f'("[" ws ({item} ("," ws {item}){{0,{n - 1}}})? ws "]")'
-    return {"number": "jnumber", "boolean": "jbool"}.get(typ, _string_rule({}))
+    rules: dict[str | None, str] = {"number": "jnumber", "boolean": "jbool"}
+    return rules.get(typ, _string_rule({}))
 
 
 def worst_case_bytes(schema: dict[str, Any]) -> int:

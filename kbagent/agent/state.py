@@ -11,7 +11,7 @@ from typing import Any
 from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.kinds import AskMode, ToolSet
+from kbagent.agent.kinds import AskMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
 from kbagent.settings import default
@@ -106,7 +106,7 @@ def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
     return rec
 
 
-def result_of(s: RunState, status: str, kbs: list[str]) -> AgentResult:
+def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
     """The run's final result (``kbs``: the names of the KBs it could search)."""
     support = s.processor.support_by_number()
     s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)

@@ -22,6 +22,7 @@ from kbagent.agent.kinds import ToolSet
 from kbagent.errors import KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.models import Line
 from kbagent.kb.search import HybridSearcher
 from kbagent.kb.views import FileViews
 from kbagent.text import shorten
@@ -159,7 +160,7 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         except KbagentError as e:
             raise ToolFailure(str(e)) from e
         truncated |= res.truncated
-        by_file: dict[str, list] = {}
+        by_file: dict[str, list[Line]] = {}
         for m in res.matches:
             by_file.setdefault(m.path, []).append(m.line)
         for path, lines in by_file.items():
@@ -210,7 +211,7 @@ def _kb_cat(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         body = _cap(body, ctx.max_chars - 200)
         more = f"\n(continue at line {res.next_line})" if res.next_line else "\n(end of file)"
         return ToolOutput(f"{head}\n{body}{more}", f"read {res.path}:{first}-{last}", True,
-                          [n] if n else [], [f"{res.path}:{first}-{last}"])
+                          [n] if n else [], [Source(res.path, first, last)])
     msg = str(last_error) if last_error else f"no file '{path}'"
     raise ToolFailure(f"{msg}; use kb_ls or kb_glob to find paths")
 

@@ -152,7 +152,7 @@ class AccessRules:
     line (``#`` comments); the last matching line decides, ``all`` opens a path."""
 
     text: str = ""
-    rules: list[tuple[pathspec.PathSpec, list[str]]] = field(default_factory=list)
+    rules: list[tuple[pathspec.GitIgnoreSpec, list[str]]] = field(default_factory=list)
 
     def groups_for(self, path: str) -> list[str] | None:
         """Groups for ``path``, or ``None`` when no line matches."""

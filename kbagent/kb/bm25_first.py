@@ -46,7 +46,7 @@ def is_pending(manifest: dict[str, Any] | None) -> bool:
     return bool((manifest or {}).get(PENDING_KEY))
 
 
-def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pending: list,
+def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pending: list[Any],
                        model_id: str, dim: int) -> PartialVectors:
     """Write and publish a BM25-only generation of ``pending`` documents; return the
     publisher of its vectors (its ``gen`` is the generation's name)."""

@@ -110,7 +110,10 @@ class SentenceTransformerEmbedder:
         getter = getattr(self._model, "get_embedding_dimension", None) or (
             self._model.get_sentence_embedding_dimension
         )
-        self.dim = int(getter())
+        dim = getter()
+        if dim is None:
+            raise BackendError(f"embedding model {path} declares no embedding dimension")
+        self.dim = int(dim)
         self.batch_size = batch_size
         self._lock = threading.Lock()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import io
 from pathlib import PurePosixPath
+from typing import Any
 
 from kbagent.kb.models import MD_HEADING, ExtractedDoc, Line
 
@@ -93,7 +94,7 @@ def split_lines(text: str) -> list[Line]:
     return [Line(i + 1, t) for i, t in enumerate(text.split("\n"))]
 
 
-def _front_matter(lines: list[Line]) -> tuple[dict, int]:
+def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int]:
     """Parse a leading YAML ``---`` block; return (data, index of first body line)."""
     if not lines or lines[0].text.strip() != "---":
         return {}, 0
@@ -181,7 +182,7 @@ def extract(path: str, data: bytes) -> ExtractedDoc:
             raise Skip("HTML has no text content")
         return ExtractedDoc(path, "html", lines, title=title or _first_heading(lines) or stem)
     lines = split_lines(text)
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     body = 0
     if fmt in ("markdown", "text", "rst"):
         meta, body = _front_matter(lines)

@@ -53,7 +53,7 @@ class EmbeddingCache:
         self.path.unlink(missing_ok=True)
 
 
-def read_base_manifest(kb: Path, name: str, gen: str) -> dict:
+def read_base_manifest(kb: Path, name: str, gen: str) -> dict[str, Any]:
     """The manifest of generation ``gen`` (KbCorruptError if unreadable)."""
     try:
         return read_manifest(kb / gen)
@@ -62,7 +62,7 @@ def read_base_manifest(kb: Path, name: str, gen: str) -> dict:
             f"KB '{name}' is corrupted (manifest: {e}); {rebuild_hint(name, None)}"
         ) from e
 
-def open_base_store(kb: Path, name: str, gen: str, manifest: dict) -> Store:
+def open_base_store(kb: Path, name: str, gen: str, manifest: dict[str, Any]) -> Store:
     """The database of generation ``gen``, read-only (KbCorruptError if unreadable)."""
     try:
         store = Store(kb / gen / "kb.sqlite", readonly=True)
@@ -95,7 +95,8 @@ def planned_space(settings: Settings, embedder: Callable[[], Any]) -> str:
                         settings.embedding_precision)
 
 
-def check_compatible(name: str, manifest: dict, model_id: str, settings: Settings) -> None:
+def check_compatible(name: str, manifest: dict[str, Any], model_id: str,
+                     settings: Settings) -> None:
     """Refuse an incremental ingest into a KB built another way (schema, vector
     space, chunker): each message names the --rebuild that fixes it."""
     if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -172,7 +173,7 @@ def prune_generations(kb: Path, keep: set[str | None]) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def space_of(manifest: dict) -> str:
+def space_of(manifest: dict[str, Any]) -> str:
     """A manifest's vector space; no precision recorded = fp32 (older KBs)."""
     return vector_space(str(manifest.get("embedding_model")),
                         str(manifest.get("embedding_precision", "fp32")))

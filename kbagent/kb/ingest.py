@@ -83,7 +83,7 @@ class _BuildPlan:
     source: Path
     report: IngestReport
     base_gen: str | None  # the generation to build on (None: the first one)
-    base_manifest: dict | None  # None: build it whole (no base, or a BM25-only one)
+    base_manifest: dict[str, Any] | None  # None: build it whole (no base, or a BM25-only one)
     base_docs: dict[str, Any]  # path -> the base's DocRow
     pending: list[_Pending]  # documents to add
     removed: list[str]  # paths to delete
@@ -192,7 +192,8 @@ class Ingestor:
         return report
 
     # ------------------------------------------------------------------ scan
-    def _scan(self, source: Path, report: IngestReport, base_docs: dict, model_id: str):
+    def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
+              model_id: str) -> tuple[list[_Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         files = list(walk(source))
         pending: list[_Pending] = []
@@ -266,11 +267,13 @@ class Ingestor:
         try:
             incremental = bool(base_gen) and base_manifest is not None
             if incremental:
+                assert base_gen is not None  # incremental: a base generation and its manifest
                 copy_generation(self.dir / base_gen, gen_dir)
             else:
                 gen_dir.mkdir(parents=True)
             self._checkpoint("copied")
-            dim = int(base_manifest["embedding_dim"]) if incremental else self.embedder.dim
+            dim = (int(base_manifest["embedding_dim"]) if incremental and base_manifest is not None
+                   else self.embedder.dim)
             self._expect_dim = dim
             store = Store(gen_dir / "kb.sqlite")
             symbol_index.create_tables(store.conn)
@@ -336,7 +339,7 @@ class Ingestor:
             manifest = new_manifest(self.name, str(source), model_of(model_id), dim,
                                     self.settings)
             manifest.update(self._runtime_fields(base_manifest))
-            if incremental:
+            if incremental and base_manifest is not None:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
             manifest.update(documents=docs, chunks=chunks, generation=gen,
                             kbaccess=self._rules.text)
@@ -389,7 +392,7 @@ class Ingestor:
         report.chunks_embedded = total
         return have
 
-    def _runtime_fields(self, base_manifest: dict | None) -> dict:
+    def _runtime_fields(self, base_manifest: dict[str, Any] | None) -> dict[str, Any]:
         """Manifest fields saying which runtime and precision made the vectors (the
         runtime of this run if it embedded anything, else the base's)."""
         runtime = getattr(self._embedder, "runtime", None) or (base_manifest or {}).get(

@@ -124,11 +124,12 @@ def _dir_size(path: Path) -> int:
 
 
 def read_manifest(gen_dir: Path) -> dict[str, Any]:
-    return json.loads((gen_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads((gen_dir / "manifest.json").read_text(encoding="utf-8"))
+    return manifest
 
 
 def list_kbs(settings: Settings) -> list[KbInfo]:
-    out = []
+    out: list[KbInfo] = []
     if not settings.kbs_dir.is_dir():
         return out
     for d in sorted(settings.kbs_dir.iterdir()):
@@ -282,7 +283,8 @@ def _mark(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def new_manifest(name: str, source: str, model_id: str, dim: int, settings: Settings) -> dict:
+def new_manifest(name: str, source: str, model_id: str, dim: int,
+                 settings: Settings) -> dict[str, Any]:
     now = time.time()
     return {
         "schema_version": SCHEMA_VERSION,

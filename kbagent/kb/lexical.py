@@ -129,4 +129,8 @@ class LexicalIndex:
         if not hits:
             return []
         ids = searcher.fast_field_values("chunk_id", [addr for _, addr in hits])
-        return [(int(cid), float(score)) for (score, _), cid in zip(hits, ids, strict=True)]
+        out: list[tuple[int, float]] = []
+        for (score, _), cid in zip(hits, ids, strict=True):
+            assert cid is not None  # every indexed chunk has a chunk_id
+            out.append((int(cid), float(score)))
+        return out

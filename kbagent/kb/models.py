@@ -25,7 +25,7 @@ def is_named_heading(line: str, names: set[str] | list[str]) -> bool:
     if not line.strip():
         return True
     m = MD_HEADING.match(line)
-    return bool(m) and m.group(2).strip() in names
+    return m is not None and m.group(2).strip() in names
 
 
 @dataclass

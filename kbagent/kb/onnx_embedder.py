@@ -34,9 +34,14 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 from kbagent.errors import BackendError
 
@@ -84,7 +89,7 @@ def export_dir(model_id: str, model_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path):
+def _file_lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -162,21 +167,26 @@ def _export_fp32(model_dir: Path, tmp: Path) -> None:
         if any(k not in SUPPORTED_MODULES for k in kinds) or kinds[:2] != [
                 "Transformer", "Pooling"]:
             raise BackendError(f"the ONNX runner does not support modules {kinds}")
-        pool = st[1]
+        # the modules are checked by class name above; torch types them as Module
+        pool: Any = st[1]
+        transformer: Any = st[0]
         mode = getattr(pool, "pooling_mode", None) or pool.get_pooling_mode_str()
         if mode not in ("mean", "cls"):
             raise BackendError(f"the ONNX runner does not support {mode!r} pooling")
         getter = getattr(st, "get_embedding_dimension", None) or (
             st.get_sentence_embedding_dimension)
         st.save(str(tmp))
+        max_seq_length, dim = st.max_seq_length, getter()
+        if max_seq_length is None or dim is None:
+            raise BackendError("the model declares no max_seq_length or embedding dimension")
         # what the runner needs, read from the live model (file layouts differ by version)
         (tmp / RUNNER_CONFIG).write_text(json.dumps({
-            "max_seq_length": int(st.max_seq_length), "pooling": mode,
-            "normalize": "Normalize" in kinds, "dim": int(getter()),
+            "max_seq_length": int(max_seq_length), "pooling": mode,
+            "normalize": "Normalize" in kinds, "dim": int(dim),
         }))
         for weights in ("model.safetensors", "pytorch_model.bin"):
             (tmp / weights).unlink(missing_ok=True)  # the ONNX file holds them
-        hf = st[0].auto_model.eval()
+        hf = transformer.auto_model.eval()
         tok = st.tokenizer(["an example text", "and another, longer example text"],
                            padding=True, return_tensors="pt")
         names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tok]
@@ -188,7 +198,9 @@ def _export_fp32(model_dir: Path, tmp: Path) -> None:
                 self.hf = hf
 
             def forward(self, *args: torch.Tensor) -> torch.Tensor:
-                return self.hf(**dict(zip(names, args, strict=True))).last_hidden_state
+                hidden: torch.Tensor = self.hf(
+                    **dict(zip(names, args, strict=True))).last_hidden_state
+                return hidden
 
         axes = {n: {0: "batch", 1: "tokens"} for n in names}
         axes["last_hidden_state"] = {0: "batch", 1: "tokens"}
@@ -199,7 +211,7 @@ def _export_fp32(model_dir: Path, tmp: Path) -> None:
                               opset_version=17, dynamo=False)
 
 
-def _read_json(path: Path) -> dict | list:
+def _read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -238,11 +250,11 @@ class OnnxEmbedder:
         self._pad_id = self._pad_id or 0
         self._ort = ort
         self._path = str(folder / ONNX_FILES[precision])
-        self._sessions: dict[int, object] = {}
+        self._sessions: dict[int, Any] = {}  # onnxruntime.InferenceSession (untyped)
         self._lock = threading.Lock()
         self._session(1)  # load now so a broken file fails here, not mid-search
 
-    def _session(self, threads: int):
+    def _session(self, threads: int) -> Any:
         sess = self._sessions.get(threads)
         if sess is None:
             sess = self._new_session(threads)
@@ -253,7 +265,7 @@ class OnnxEmbedder:
             self._sessions[threads] = sess
         return sess
 
-    def _new_session(self, threads: int):
+    def _new_session(self, threads: int) -> Any:
         """An inference session. onnxruntime optimises the graph on every load (a third
         of a cold ``kbagent search``'s model time), so the first load saves the
         optimised graph beside the export, named for this onnxruntime version, and
@@ -262,7 +274,7 @@ class OnnxEmbedder:
         removed and the export is loaded as usual."""
         ort = self._ort
 
-        def options(level) -> object:
+        def options(level: Any) -> Any:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads  # 0 = onnxruntime's default (all cores)
             opts.inter_op_num_threads = 1
@@ -309,7 +321,7 @@ class OnnxEmbedder:
                 out[idx] = self._encode_batch([encodings[i] for i in idx], sess)
         return out
 
-    def _encode_batch(self, encodings: list, sess) -> np.ndarray:
+    def _encode_batch(self, encodings: list[Encoding], sess: Any) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -320,12 +332,14 @@ class OnnxEmbedder:
             mask[row, :n] = 1
             types[row, :n] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        tokens = sess.run([self._output], {k: v for k, v in feeds.items()
+        tokens: np.ndarray = sess.run([self._output], {k: v for k, v in feeds.items()
                                            if k in self._inputs})[0].astype(np.float32)
+        vecs: np.ndarray
         if self.pooling == "cls":
             vecs = tokens[:, 0]
         else:
             m = mask[:, :, None].astype(np.float32)
             vecs = (tokens * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        return vecs / np.clip(norms, 1e-12, None)
+        unit: np.ndarray = vecs / np.clip(norms, 1e-12, None)
+        return unit

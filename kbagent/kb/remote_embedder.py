@@ -19,6 +19,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import numpy as np
 
@@ -102,11 +103,12 @@ class RemoteEmbedder:
         raise BackendError(f"embedding server {self.url} failed after {attempt + 1} "
                            f"tries: {last}")
 
-    def _parse(self, data: object, n: int) -> tuple[np.ndarray, str]:
+    def _parse(self, data: Any, n: int) -> tuple[np.ndarray, str]:
+        """``data``: the decoded JSON, of any shape; a wrong one raises ValueError."""
         try:
-            rows = sorted(data["data"], key=lambda r: r.get("index", 0))  # type: ignore[index]
+            rows = sorted(data["data"], key=lambda r: r.get("index", 0))
             vecs = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
-            name = str(data.get("model") or "")  # type: ignore[union-attr]
+            name = str(data.get("model") or "")
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"not an OpenAI embeddings response: {e}") from e
         if vecs.ndim != 2 or len(vecs) != n:

@@ -20,6 +20,7 @@ from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit, SearchMode
 from kbagent.kb.rerank import Reranker, rerank_hits
+from kbagent.kb.store import ChunkRow
 
 RRF_K = 60
 MODES = tuple(m.value for m in SearchMode)
@@ -132,10 +133,12 @@ class HybridSearcher:
                         ev.bm25_rank, ev.bm25_score = rank, score
                 # no vectors yet (kb/bm25_first.py), or some since the query was
                 # embedded without them: this KB answers by BM25 alone this time
-                vec = None if mode == "bm25" else query_vectors.get(kb.embedding_space)
+                vec = (None if mode == "bm25" or query_vectors is None
+                       else query_vectors.get(kb.embedding_space))
                 if mode != "bm25" and (vec is None or len(kb.vectors) == 0):
                     bm25_only.append(kb.name)
                 elif mode != "bm25":
+                    assert vec is not None  # the branch above took a missing one
                     if kb.vectors_pending:  # the vectors made so far
                         partial[kb.name] = (len(kb.vectors), kb.chunks)
                     denied = kb.denied_chunks(principal) if principal is not None else None
@@ -153,13 +156,15 @@ class HybridSearcher:
             if mode == SearchMode.HYBRID:
                 score = (1 / (RRF_K + br) if br else 0.0) + (1 / (RRF_K + vr) if vr else 0.0)
             elif mode == SearchMode.BM25:
+                assert ev.bm25_score is not None  # BM25 alone: every entry came from it
                 score = ev.bm25_score
             else:
+                assert ev.vector_score is not None  # vectors alone: likewise
                 score = ev.vector_score
             scored.append((score, key))
         scored.sort(key=lambda x: (-x[0], x[1]))
         hits: list[Hit] = []
-        rows_by_kb: dict[int, dict] = {}
+        rows_by_kb: dict[int, dict[int, ChunkRow]] = {}
         want = max(k, self.reranker.top_n) if self.reranker else k
         # fetch rows lazily; the ACL check here is a second line of defence (same rule)
         for score, (i, cid) in scored:

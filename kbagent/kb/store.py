@@ -126,6 +126,7 @@ class Store:
                 _line_map(doc.lines), time.time(),
             ),
         )
+        assert cur.lastrowid is not None  # set by every INSERT
         return int(cur.lastrowid)
 
     def add_chunks(self, doc_id: int, chunks: list[Chunk], hashes: list[str]) -> list[int]:
@@ -136,6 +137,7 @@ class Store:
                 "VALUES(?,?,?,?,?,?,?)",
                 (doc_id, ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.text, h),
             )
+            assert cur.lastrowid is not None  # set by every INSERT
             ids.append(int(cur.lastrowid))
         self.conn.execute("UPDATE documents SET n_chunks=? WHERE id=?", (len(chunks), doc_id))
         return ids

@@ -97,6 +97,7 @@ def index_document(conn: sqlite3.Connection, doc_id: int, path: str, language: s
             "INSERT INTO symbols(doc_id,name,qualname,kind,start_line,end_line,parent) "
             "VALUES(?,?,?,?,?,?,?)",
             (doc_id, d.name, d.qualname, d.kind, d.start_line, d.end_line, d.parent))
+        assert cur.lastrowid is not None  # set by every INSERT
         scope_ids.setdefault(d.qualname, int(cur.lastrowid))
     name_ids = _intern(conn, {r.name for r in fs.references})
     conn.executemany(
@@ -144,7 +145,7 @@ def backfill(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def has_index(manifest: dict[str, Any] | None) -> bool:
-    return bool(manifest) and manifest.get(MANIFEST_KEY) == VERSION
+    return manifest is not None and manifest.get(MANIFEST_KEY) == VERSION
 
 
 @dataclass
@@ -186,7 +187,7 @@ class SymbolIndex:
                 f"KB '{kb.name}' has no symbol index (built before code indexing); "
                 f"run: kbagent ingest {source} --kb {kb.name}")
         self.conn: sqlite3.Connection = kb.store.conn
-        self._lines: dict[str, list[str]] = {}
+        self._lines: dict[str, dict[int, str]] = {}  # path -> line number -> text
 
     def _line_text(self, path: str, line: int) -> str:
         if path not in self._lines:

@@ -10,7 +10,7 @@ C++'s ``Stack::push``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ CONTAINERS = {"class", "type", "impl", "namespace", "module", "interface", "trai
 
 
 Node = Any  # tree_sitter.Node
-DefRule = Callable[[Node, str], tuple | None]
+DefRule = Callable[[Node, str], tuple[Any, ...] | None]
 """(node, container kind) -> None or (kind, name node[, owner qualname])."""
 
 
@@ -169,7 +169,7 @@ def _rust_impl(node: Node, container: str) -> tuple[str, Node | None]:
 @dataclass
 class LangSpec:
     defs: dict[str, DefRule]
-    calls: dict[str, tuple[str, ...]]  # call node type -> fields that hold the callee
+    calls: Mapping[str, tuple[str, ...]]  # call node type -> fields that hold the callee
     idents: set[str]
     member_fields: dict[str, str] = field(default_factory=dict)  # a.b node -> field of b
 

@@ -110,7 +110,8 @@ def _first_error(root: Node) -> int | None:
             continue
         inner = [c for c in node.children if c.has_error]
         if node.is_missing or (node.is_error and not inner):
-            return node.start_point[0]
+            row: int = node.start_point[0]
+            return row
         stack.extend(reversed(inner))
     return None
 

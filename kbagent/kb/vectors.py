@@ -26,12 +26,15 @@ class VectorIndex:
         else:
             if not path.is_file():
                 raise FileNotFoundError(f"no vector index at {path}")
-            self.index = Index.restore(str(path), view=view)
-            if self.index is None:
+            restored = Index.restore(str(path), view=view)
+            if restored is None:
                 raise ValueError(f"unreadable vector index at {path}")
+            self.index = restored
             if self.index.ndim != dim:
                 raise ValueError(f"vector index has dimension {self.index.ndim}, expected {dim}")
-            self.index.expansion_search = 128
+            # usearch defines this property's setter apart from its getter, which
+            # mypy reads as read-only; it is settable at run time
+            self.index.expansion_search = 128  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self.index)
@@ -49,6 +52,7 @@ class VectorIndex:
         if not keys:
             return out
         vecs = self.index.get(np.asarray(keys, dtype=np.uint64))
+        assert isinstance(vecs, tuple)  # many keys: one optional vector each
         for k, v in zip(keys, vecs, strict=True):
             if v is not None:
                 out[k] = np.asarray(v, dtype=np.float32)

@@ -28,7 +28,7 @@ class SourceFile:
     size: int
 
 
-def _load_spec(folder: Path) -> pathspec.PathSpec | None:
+def _load_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
     patterns: list[str] = []
     for name in IGNORE_FILES:
         f = folder / name
@@ -45,7 +45,7 @@ def _load_spec(folder: Path) -> pathspec.PathSpec | None:
 def walk(root: Path) -> Iterator[SourceFile]:
     """Yield ingestible candidate files under ``root`` in a stable (sorted) order."""
     root = root.resolve()
-    specs: list[tuple[Path, pathspec.PathSpec]] = []
+    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
 
     def ignored(abspath: Path, is_dir: bool) -> bool:
         for base, spec in specs:

@@ -67,7 +67,8 @@ def complete(llm: LLM, messages: list[Message], **kwargs: Any) -> Completion:
         try:
             next(gen)
         except StopIteration as stop:
-            return stop.value
+            result: Completion = stop.value
+            return result
 
 
 def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:

@@ -14,10 +14,13 @@ import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
 from kbagent.settings import default
@@ -57,7 +60,7 @@ def resolve_model_path(name: str) -> Path:
 # (path, n_ctx, n_threads, seed) -> (Llama, its lock). The lock belongs to the cached
 # model, not to an LlamaCppLLM: two instances (a UI thread and a worker) share one
 # llama.cpp context and must never generate in it at the same time.
-_MODELS: dict[tuple, tuple[Any, threading.Lock]] = {}
+_MODELS: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -111,10 +114,13 @@ class LlamaCppLLM:
     def _token_text(self, token: int) -> str:
         if token < 0:
             return ""
-        return self._llm.detokenize([token], special=True).decode("utf-8", errors="ignore")
+        text: str = self._llm.detokenize([token], special=True).decode("utf-8", errors="ignore")
+        return text
 
     def render(self, messages: list[Message]) -> tuple[str, list[str]]:
-        out = self._formatter(messages=[m.to_dict() for m in messages])
+        # {"role", "content"} dicts: the shape of llama_cpp's message TypedDicts
+        chat = cast("list[ChatCompletionRequestMessage]", [m.to_dict() for m in messages])
+        out = self._formatter(messages=chat)
         stop = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         return out.prompt, stop
 
@@ -135,7 +141,8 @@ class LlamaCppLLM:
         max_tokens: int = 256,
         cancel: CancelToken | None = None,
     ) -> Generator[str, None, Completion]:
-        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+        from llama_cpp import StoppingCriteriaList
+        from llama_cpp.llama_grammar import LlamaGrammar  # the class llama_cpp re-exports
 
         prompt, template_stop = self.render(messages)
         with self._lock:
