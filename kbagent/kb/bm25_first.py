@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -114,7 +113,6 @@ class PartialVectors:
         self.gen = gen_dir.name
         self.ids_by_hash = ids_by_hash
         self.published: set[str] = set()
-        self.publishes = 0
         self._index: VectorIndex | None = None
         self._last = time.monotonic()
 
@@ -136,15 +134,10 @@ class PartialVectors:
             self._index = VectorIndex(self.gen_dir / "vectors.usearch", self.dim, create=True,
                                       view=False)
         self._index.add(keys, np.stack(rows))
-        tmp = self.gen_dir / "vectors.usearch.partial"
-        self._index.index.save(str(tmp))
-        fsync_path(tmp)
-        os.replace(tmp, self.gen_dir / "vectors.usearch")
-        fsync_path(self.gen_dir)
+        self._index.save()
         manifest = json.loads((self.gen_dir / "manifest.json").read_text(encoding="utf-8"))
         manifest["vectors"] = len(self._index)
         write_atomic(self.gen_dir / "manifest.json", json.dumps(manifest, indent=2))
         self.published.update(new)
-        self.publishes += 1
         self._last = time.monotonic()
         return True

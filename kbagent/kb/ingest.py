@@ -333,8 +333,7 @@ class Ingestor:
             self._checkpoint("sqlite-committed")
             lexical.commit()
             self._checkpoint("tantivy-committed")
-            vectors.save()
-            fsync_path(vectors.path)
+            vectors.save()  # durable: fsynced before and after the rename
             self._checkpoint("vectors-saved")
             manifest = new_manifest(self.name, str(source), model_of(model_id), dim,
                                     self.settings)

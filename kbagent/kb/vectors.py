@@ -59,9 +59,15 @@ class VectorIndex:
         return out
 
     def save(self) -> None:
+        """Write the index durably: to a temporary file, fsynced, renamed over the
+        old one (a reader sees the old index or the new one, never half of one)."""
+        from kbagent.kb.knowledge_base import fsync_path  # it imports this module
+
         tmp = self.path.with_suffix(".tmp")
         self.index.save(str(tmp))
+        fsync_path(tmp)
         tmp.replace(self.path)
+        fsync_path(self.path.parent)
 
     def search(self, vector: np.ndarray, limit: int,
                denied: Collection[int] | None = None) -> list[tuple[int, float]]:
