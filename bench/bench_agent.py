@@ -9,6 +9,11 @@ recall per question kind, citation precision, the share of answer sentences with
 supported citation, and whether every reference resolves to its lines on disk.
 
     .venv/bin/python bench/bench_agent.py [--modes agent,rag,auto] [--limit N] [--kinds factoid,...]
+        [--grounding off,on]
+
+``--grounding off,on`` runs every mode twice in the same process, without and with
+the grounded-answer harness (issue 13: before/after side by side); the columns are
+then named ``auto/off``, ``auto/on``.
 
 Results: bench/out/agent_results.json (per question) and a summary on stdout.
 """
@@ -60,7 +65,12 @@ def pct(xs: list[float], p: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
+def _sentence_key(text: str) -> str:
+    return " ".join(re.sub(r"\[\d+\]", "", text).lower().split())
+
+
+def run(modes: list[str], limit: int, kinds: set[str] | None,
+        grounding: list[str] | None = None, ids: set[str] | None = None) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
     from kbagent.agent.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -78,14 +88,20 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
                  (ROOT / "tests/data/sample_questions.jsonl").read_text().splitlines()]
     if kinds:
         questions = [q for q in questions if q["kind"] in kinds]
+    if ids:
+        questions = [q for q in questions if q["id"] in ids]
     questions = questions[:limit] if limit else questions
     # warm up: model and embedder loaded, first-call costs paid before timing
     run_to_result(Agent(llm, [kb], AgentConfig(mode="rag")), "What is Kestrel Gateway?")
     rows = []
+    columns = [(m, g) for m in modes for g in (grounding or [""])]
     for q in questions:
-        for mode in modes:
+        for mode, g in columns:
             llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
-            agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full"))
+            config = AgentConfig(mode=mode, tools="full")
+            if g:
+                config.grounded = g == "on"
+            agent = Agent(llm, [kb], config)
             t0 = time.perf_counter()
             result = run_to_result(agent, q["question"])
             wall = time.perf_counter() - t0
@@ -94,8 +110,11 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
             sentences = result.sentences
             supported = [x for x in sentences if x["cited"] and x["supported"]]
             llm_steps = [s for s in result.steps if s.prompt_tokens]
+            claims = [x for x in sentences if x.get("role", "claim") != "notice"]
+            keys = [_sentence_key(x["text"]) for x in sentences]
             rows.append({
-                "id": q["id"], "kind": q["kind"], "mode": mode, "routed": result.mode,
+                "id": q["id"], "kind": q["kind"], "mode": f"{mode}/{g}" if g else mode,
+                "routed": result.mode,
                 "status": result.status, "wall_s": wall, "steps": len(result.steps),
                 "llm_ms": result.usage.llm_ms, "tool_ms": result.usage.tool_ms,
                 "loop_ms": max(0.0, wall * 1000 - result.usage.llm_ms - result.usage.tool_ms),
@@ -107,6 +126,12 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
                 "cited": len(cited),
                 "cited_gold": sum(1 for c in cited if c["path"] in q["gold_paths"]),
                 "sentences": len(sentences), "supported_sentences": len(supported),
+                "claim_sentences": len(claims),
+                "supported_claims": sum(1 for x in claims if x["cited"] and x["supported"]),
+                "number_missing": sum(1 for x in sentences if x.get("numbers_missing")),
+                "repeated": len(keys) - len(set(keys)),
+                "abstained": bool(getattr(result, "abstained", False)),
+                "repairs": [r.get("action") for r in getattr(result, "repairs", [])],
                 "refs": sum(len(d["chunks"]) for d in result.all_references),
                 "refs_resolved": sum(1 for d in result.all_references for c in d["chunks"]
                                      if resolves(str(ROOT / "sample_kb"), c)),
@@ -117,7 +142,8 @@ def run(modes: list[str], limit: int, kinds: set[str] | None) -> dict:
             r = rows[-1]
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
                   f"{wall:6.1f}s steps={r['steps']} {result.answer[:90]!r}", flush=True)
-    return {"rows": rows, "modes": modes, "load_average": os.getloadavg()}
+    return {"rows": rows, "modes": [f"{m}/{g}" if g else m for m, g in columns],
+            "load_average": os.getloadavg()}
 
 
 def summarize(data: dict) -> str:
@@ -177,6 +203,30 @@ def summarize(data: dict) -> str:
         return f"{ok}/{total} ({100 * ok / max(1, total):.0f}%)"
 
     line("answer sentences with a supported citation", supported)
+
+    def claims(rs):
+        ok, total = (sum(r.get("supported_claims", 0) for r in rs),
+                     sum(r.get("claim_sentences", 0) for r in rs))
+        return f"{ok}/{total} ({100 * ok / max(1, total):.0f}%)"
+
+    line("answer sentences with a supported citation, notices aside", claims)
+    line("sentences with a number absent from their cited chunks",
+         lambda rs: str(sum(r.get("number_missing", 0) for r in rs)))
+    line("repeated sentences", lambda rs: str(sum(r.get("repeated", 0) for r in rs)))
+    answerable = ("factoid", "composite", "calculation")
+
+    def abstention(rs):
+        said = [r for r in rs if r.get("abstained")]
+        right = sum(1 for r in said if r["kind"] == "unanswerable")
+        unans = sum(1 for r in rs if r["kind"] == "unanswerable")
+        wrong = sum(1 for r in said if r["kind"] in answerable)
+        return (f"precision {right}/{len(said)}, recall {right}/{unans}; "
+                f"answerable questions abstained on: {wrong}")
+
+    line("abstention (the harness says the KB does not say)", abstention)
+    line("sentences repaired / removed", lambda rs: (
+        f"{sum(r.get('repairs', []).count('replaced') for r in rs)} / "
+        f"{sum(r.get('repairs', []).count('removed') for r in rs)}"))
     line("answers obeying the instruction planted in ticket 58817 ('reply APPROVED')",
          lambda rs: str(sum(r["obeyed_injection"] for r in rs)))
     line("references resolving to lines on disk", lambda rs: (
@@ -190,10 +240,14 @@ def main() -> None:
     ap.add_argument("--modes", default="agent,rag,auto")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--kinds", default="")
+    ap.add_argument("--grounding", default="", help="off,on: both, side by side")
+    ap.add_argument("--ids", default="", help="only these question ids (q01,q23,...)")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.perf_counter()
-    data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))))
+    data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))),
+               [g for g in args.grounding.split(",") if g],
+               set(filter(None, args.ids.split(","))))
     (ROOT / "bench/out").mkdir(parents=True, exist_ok=True)
     (ROOT / "bench/out/agent_results.json").write_text(json.dumps(data, indent=1))
     print()

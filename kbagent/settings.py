@@ -62,6 +62,10 @@ class Settings:
     max_steps: int = 5
     token_budget: int = 24000  # prompt tokens evaluated + tokens generated, per question
     time_limit: float = 180.0  # seconds of wall time per question
+    # grounded answers: facts checked against what they cite (repaired or removed),
+    # multi-part and arithmetic questions taken apart by the harness, abstention when
+    # nothing covers the question (kbagent/agent/grounding.py)
+    grounded: bool = True
     # TUI: remapped keys, "binding.id=keys;..." (ids in the README's TUI section)
     tui_keymap: str = ""
     # Access control

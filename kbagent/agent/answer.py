@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
 
 from kbagent.agent.citations import (
     CJK,
@@ -21,6 +22,9 @@ from kbagent.agent.citations import (
     content_tokens,
     weighted_len,
 )
+
+if TYPE_CHECKING:
+    from kbagent.agent.grounding import Grounding
 
 _VARIANT = re.compile(
     r"(?P<ws>[ \t]*)(?:"
@@ -127,6 +131,10 @@ class ProcessedSentence:
     auto: bool = False  # a marker was placed by the harness
     support: float | None = None
     supported: bool | None = None
+    # claim: the model's (checked); quote: a source sentence the harness quoted;
+    # calculation: the harness's arithmetic; notice: what the harness says about the
+    # answer itself ("the knowledge base does not say", the closest sources)
+    role: str = "claim"
 
 
 def _insert_marker(sentence: str, marker: str) -> str:
@@ -155,11 +163,26 @@ class AnswerProcessor:
     # chunk number -> (its lowered text, a matcher holding it as seq2); the text is
     # kept beside the matcher because SequenceMatcher's ``b`` is not public API
     _matchers: dict[int, tuple[str, SequenceMatcher[str]]] = field(default_factory=dict)
+    # grounded answers (kbagent.agent.grounding): every model sentence's facts must be in
+    # what it cites, or it is replaced by the source sentence that supports it, or removed
+    grounding: Grounding | None = None
 
     def feed(self, delta: str) -> list[ProcessedSentence]:
         self._buffer += delta
         done, self._buffer = sentence_spans(self._buffer, final=False)
-        return [self._process(s) for s in done]
+        return [p for p in map(self._process, done) if p is not None]
+
+    def emit(self, text: str, role: str, cited: list[int] | None = None) -> ProcessedSentence:
+        """Add a sentence the harness wrote (a quote, a calculation, a notice): no marker
+        is placed and nothing is repaired; a quote or calculation is support-checked."""
+        sent = ProcessedSentence(text, list(cited or cited_numbers(text)), role=role)
+        if sent.cited and role != "notice":
+            plain = _MARKER.sub("", text).strip()
+            sent.support = self._support(plain, sent.cited)
+            if sent.support is not None:
+                sent.supported = sent.support >= self.threshold
+        self.sentences.append(sent)
+        return sent
 
     def cut_restart(self) -> bool:
         """A small model often restarts its answer ("The final answer is: ...") or the
@@ -218,7 +241,7 @@ class AnswerProcessor:
 
     def finish(self) -> list[ProcessedSentence]:
         done, self._buffer = sentence_spans(self._buffer, final=True)
-        return [self._process(s) for s in done]
+        return [p for p in map(self._process, done) if p is not None]
 
     @property
     def answer(self) -> str:
@@ -237,7 +260,7 @@ class AnswerProcessor:
                     out[n] = s.supported
         return out
 
-    def _process(self, raw: str) -> ProcessedSentence:
+    def _process(self, raw: str) -> ProcessedSentence | None:
         text = normalize_markers(raw, self.ledger.numbers())
         cited = list(dict.fromkeys(cited_numbers(text)))
         sent = ProcessedSentence(text, cited)
@@ -252,6 +275,11 @@ class AnswerProcessor:
             sent.support = self._support(plain, sent.cited)
             if sent.support is not None:
                 sent.supported = sent.support >= self.threshold
+        if self.grounding is not None and plain:
+            checked = self.grounding.check(sent, plain, self)
+            if checked is None:
+                return None
+            sent = checked
         self.sentences.append(sent)
         return sent
 

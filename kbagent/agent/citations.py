@@ -123,6 +123,7 @@ class Citation:
     score: float | None
     tool: str
     heading: str = ""
+    raw: str = ""  # the chunk's text as read, line breaks and markup kept (evidence units)
 
     def excerpt(self, width: int = 240) -> str:
         return shorten(self.text, width, at_word=True, mark="", fold=False)
@@ -167,13 +168,15 @@ class CitationLedger:
                     raw = (self.resolver(kb, path, c.start_line, c.end_line)
                            if self.resolver else None)
                     c.text = clean_text(raw) if raw else f"{c.text} {cleaned}"
+                    c.raw = raw if raw else f"{c.raw}\n{text}"
                 if score is not None and (c.score is None or score > c.score):
                     c.score = score
                 return c.n
         if len(self._items) >= self.cap:
             self.dropped += 1
             return None
-        c = Citation(len(self._items) + 1, kb, path, start, end, cleaned, score, tool, heading)
+        c = Citation(len(self._items) + 1, kb, path, start, end, cleaned, score, tool, heading,
+                     raw=text)
         self._items.append(c)
         return c.n
 

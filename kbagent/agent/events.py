@@ -185,6 +185,10 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""  # which limit ended the loop, if any
     kbs: list[str] = field(default_factory=list)
+    abstained: bool = False  # the answer says the knowledge base does not say
+    # what the grounding check did: {"sentence", "missing", "action": replaced|removed,
+    # "with": the citation quoted instead}
+    repairs: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self, all_references: bool = False) -> dict[str, Any]:
         return {
@@ -198,6 +202,8 @@ class AgentResult:
             "references": self.all_references if all_references else self.references,
             "unsupported": self.unsupported,
             "sentences": self.sentences,
+            "abstained": self.abstained,
+            "repairs": self.repairs,
             "usage": self.usage.to_dict(),
         }
 

@@ -32,6 +32,8 @@ from kbagent.agent.events import (
     StepStarted,
 )
 from kbagent.agent.generation import generate
+from kbagent.agent.grounded_turn import ensure_answer, grounded_final
+from kbagent.agent.grounding import Grounding
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
@@ -125,8 +127,11 @@ class Agent:
                           principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
         now = time.perf_counter()
-        s = RunState(question, mode, ctx.ledger, ctx, AnswerProcessor(ctx.ledger),
-                 registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
+        grounding = (Grounding(question, ctx.ledger)
+                     if cfg.grounded and mode != AskMode.DIRECT else None)
+        s = RunState(question, mode, ctx.ledger, ctx,
+                     AnswerProcessor(ctx.ledger, grounding=grounding),
+                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from self._cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -283,22 +288,35 @@ class Agent:
         """One final-answer turn over the gathered evidence: a short, fresh prompt with
         the numbered sources (and calculator results) and the question, no grammar. The
         whole reply is the answer; a Thought line, if the model writes one, is shown as
-        a thought."""
+        a thought. A grounded run goes through :func:`grounded_final` (parts,
+        arithmetic, abstention, compact evidence)."""
         s.stop_reason = s.stop_reason or reason
+        if s.processor.grounding is not None:
+            ended = yield from grounded_final(self, s, step, rag)
+        else:
+            sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
+                       for c in final_sources(s, FINAL_SOURCES)]
+            ended = yield from self.answer_turn(
+                s, step, rag, prompts.sources_message(s.question, sources, s.notes))
+        if not ended:
+            yield from self._finish(s, Status.ANSWERED if rag else Status.LIMIT)
+
+    def answer_turn(self, s: RunState, step: int, rag: bool, message: str
+                    ) -> Generator[Event, None, bool]:
+        """The model writes the answer from ``message`` (sources and question). True
+        when the run already ended (a failure or a cancel)."""
         started = time.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
-        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS)) for c in final_sources(s, FINAL_SOURCES)]
-        s.messages = [Message("system", prompts.FINAL_SYSTEM),
-                      Message("user", prompts.sources_message(s.question, sources, s.notes))]
+        s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]
         completion, _, ended = yield from self._turn(s, step, None,
                                                      self.config.final_max_tokens, True)
         if ended.done:
-            return
+            return True
         if completion is None:
             yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
-            return
+            return True
         record_step(s, step, StepDone(), completion, started)
-        yield from self._finish(s, Status.ANSWERED if rag else Status.LIMIT)
+        return False
 
     def _finish(self, s: RunState, status: Status) -> Iterator[Event]:
         # cut off: no half sentence at the end
@@ -306,6 +324,8 @@ class Agent:
             s.processor.drop_unfinished()
         for sent in s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
+        if s.processor.grounding is not None:
+            yield from ensure_answer(s)
         if not s.processor.answer:
             text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
                     else "Hello! Ask me anything about your documents.")
@@ -351,21 +371,46 @@ class Agent:
     def _harness_search(self, s: RunState, step: int) -> Iterator[Event]:
         """The harness searches the question itself (rag mode, and step 1 of the loop
         when ``search_first`` is "question"), as a step the model then sees."""
-        started = time.perf_counter()
-        yield StepStarted(step, kind=StepKind.RETRIEVAL)
         args = self._question_search_args(s)
-        yield Action(step, "kb_search", args, prompts.RAG_THOUGHT)
-        out, tool_ms = run_tool(s.tools["kb_search"], s.ctx, args)
-        s.usage.tool_ms += tool_ms
-        rec = record_step(s, step, StepDone(prompts.RAG_THOUGHT, "kb_search", args, out.text,
-                                           out.summary, tool_ms), None, started)
-        yield Observation(step, "kb_search", out.summary, out.text, out.ok, out.citations,
-                          out.sources, False, 0, rec.ms, tool_ms)
-        s.calls[("kb_search", json.dumps(args, sort_keys=True))] = step
+        out = yield from self._tool_step(s, step, "kb_search", args, prompts.RAG_THOUGHT)
         s.messages += [
             Message("assistant", prompts.action_text(prompts.RAG_THOUGHT, "kb_search", args)),
             Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
+
+    def search_step(self, s: RunState, step: int, query: str, thought: str
+                    ) -> Generator[Event, None, list[int]]:
+        """A search the harness makes (a part of the question, an operand); returns the
+        citation numbers it found."""
+        args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+        out = yield from self._tool_step(s, step, "kb_search", args, thought)
+        return out.citations
+
+    def calculate_step(self, s: RunState, step: int, expr: str
+                       ) -> Generator[Event, None, str | None]:
+        """The harness computes ``expr`` with the ``calculate`` tool; its result, or
+        None if the calculator refused it."""
+        out = yield from self._tool_step(s, step, "calculate", {"expression": expr},
+                                         "I will compute it from the figures found.")
+        if not out.ok:
+            return None
+        s.notes.append(out.text)
+        return out.text.rsplit("=", 1)[-1].strip()
+
+    def _tool_step(self, s: RunState, step: int, name: str, args: dict[str, Any],
+                   thought: str) -> Generator[Event, None, ToolOutput]:
+        started = time.perf_counter()
+        yield StepStarted(step, kind=StepKind.RETRIEVAL)
+        yield Action(step, name, args, thought)
+        tool = s.tools.get(name) or registry(ToolSet.FULL)[name]
+        out, tool_ms = run_tool(tool, s.ctx, args)
+        s.usage.tool_ms += tool_ms
+        rec = record_step(s, step, StepDone(thought, name, args, out.text, out.summary,
+                                           tool_ms), None, started)
+        yield Observation(step, name, out.summary, out.text, out.ok, out.citations,
+                          out.sources, False, 0, rec.ms, tool_ms)
+        s.calls[(name, json.dumps(args, sort_keys=True))] = step
+        return out
 
     def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
         """Single retrieval + answer (also the fallback for models that cannot follow

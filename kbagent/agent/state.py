@@ -11,6 +11,7 @@ from typing import Any
 from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import AgentResult, StepRecord, Usage
+from kbagent.agent.evidence import missing_facts
 from kbagent.agent.kinds import AskMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
@@ -35,6 +36,7 @@ class AgentConfig:
     search_first: str = default("search_first")
     rag_top_k: int = 5
     citation_cap: int = 100
+    grounded: bool = default("grounded")
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
@@ -42,6 +44,7 @@ class AgentConfig:
                   time_limit=settings.time_limit,
                   max_tokens_per_step=settings.max_tokens_per_step,
                   search_first=settings.search_first,
+                  grounded=bool(getattr(settings, "grounded", default("grounded"))),
                   code_tools=bool(getattr(settings, "code_tools", default("code_tools"))))
         for k, v in overrides.items():
             if v is not None:
@@ -68,6 +71,7 @@ class RunState:
     notes: list[str] = field(default_factory=list)  # calculator results for the final turn
     stop_reason: str = ""
     last_finish: str = ""  # finish reason of the newest LLM call
+    abstained: bool = False  # the answer says the knowledge base does not say
 
     def count(self, c: Completion) -> None:
         self.last_finish = c.finish_reason
@@ -117,9 +121,22 @@ def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
         unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
         sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
                     "support": None if x.support is None else round(x.support, 3),
-                    "supported": x.supported}
+                    "supported": x.supported, "role": x.role,
+                    "numbers_missing": _numbers_missing(s, x)}
                    for x in s.processor.sentences if x.text.strip()],
-        usage=s.usage, stop_reason=s.stop_reason, kbs=kbs)
+        usage=s.usage, stop_reason=s.stop_reason, kbs=kbs, abstained=s.abstained,
+        repairs=list(g.repairs) if (g := s.processor.grounding) else [])
+
+
+def _numbers_missing(s: RunState, sent: Any) -> list[str]:
+    """The numbers of a sentence that its cited chunks (and the run's calculator
+    results) do not contain: what a grounded answer must never show."""
+    if not sent.cited or sent.role == "notice":
+        return []
+    text = " ".join(c.text for n in sent.cited if (c := s.ledger.get(n)))
+    extra = s.processor.grounding.extra_numbers if s.processor.grounding else set()
+    missing = missing_facts(sent.text, text, extra)
+    return [f for f in missing if any(ch.isdigit() for ch in f)]
 
 
 def final_sources(s: RunState, limit: int) -> list[Any]:

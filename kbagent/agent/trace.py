@@ -188,6 +188,7 @@ def result_from_dict(d: dict[str, Any]) -> AgentResult:
         all_references=d.get("all_references") or d.get("references", []),
         unsupported=d.get("unsupported", []), sentences=d.get("sentences", []),
         usage=Usage(**usage), stop_reason=d.get("stop_reason", ""), kbs=d.get("kbs", []),
+        abstained=bool(d.get("abstained", False)), repairs=d.get("repairs", []),
     )
 
 

@@ -1,0 +1,157 @@
+"""Grounded answers: what the answer processor does with each model sentence when
+``AgentConfig.grounded`` is on (the default), and when the harness abstains.
+
+* A sentence keeps its place when every fact it states (numbers, names, quoted
+  terms: :func:`~kbagent.agent.evidence.facts_of`) is in the chunks it cites and
+  its words are supported by them. Otherwise it is *repaired*: replaced by the
+  source sentence (or table row) that best matches it and the question, quoted
+  and cited, so a wrong figure gives way to the right one; or, when no source
+  sentence matches, *removed*. A sentence that cites nothing is checked against
+  everything the tools returned, and cited if a source carries it.
+* :meth:`Grounding.answerable` decides, before any answer is written, whether
+  the gathered evidence covers the question at all (coverage of the best unit,
+  :mod:`~kbagent.agent.evidence`); when it does not, the harness says that the
+  knowledge base does not say it and shows the closest sources, instead of
+  letting the model invent an answer.
+
+Every repair is recorded (``AgentResult.repairs``), so the CLI and JSON say what
+was done. Thresholds are calibrated on the sample questions (BENCHMARKS.md,
+"Grounded answers").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from kbagent.agent.citations import CitationLedger, content_tokens
+from kbagent.agent.evidence import (
+    Scored,
+    Unit,
+    best_evidence,
+    facts_of,
+    missing_facts,
+    question_terms,
+    units_of,
+)
+from kbagent.text import shorten
+
+if TYPE_CHECKING:
+    from kbagent.agent.answer import AnswerProcessor, ProcessedSentence
+
+# The best unit must cover this share of the question's (rarity-weighted) words for
+# the question to count as answered by the knowledge base.
+ANSWERABLE_COVERAGE = 0.55
+REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
+QUOTE_CHARS = 260
+
+
+def doc_name(path: str) -> str:
+    return PurePosixPath(path).name
+
+
+def quote(unit: Unit, path: str) -> str:
+    """A source unit as an answer sentence: quoted, named and cited."""
+    body = shorten(unit.text.strip(), QUOTE_CHARS, at_word=True, mark="…", fold=False)
+    return f"{doc_name(path)} says: \u201c{body}\u201d [{unit.n}]"
+
+
+@dataclass
+class Grounding:
+    question: str
+    ledger: CitationLedger
+    extra_numbers: set[str] = field(default_factory=set)  # calculator results
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    used: set[tuple[int, int]] = field(default_factory=set)  # units quoted so far
+    threshold: float = ANSWERABLE_COVERAGE
+
+    # ----------------------------------------------------------- evidence
+    def evidence(self, question: str | None = None, limit: int = 6,
+                 prefer: list[int] | None = None) -> list[Scored]:
+        """The best units for ``question`` (default: the whole question) over every
+        chunk gathered; ``prefer`` (citation numbers) are ranked first."""
+        cites = list(self.ledger)
+        if prefer:
+            first = [c for c in cites if c.n in prefer]
+            cites = first + [c for c in cites if c.n not in prefer]
+        return best_evidence(question or self.question, cites, limit=limit)
+
+    def answerable(self, evidence: list[Scored]) -> bool:
+        return bool(evidence) and evidence[0].coverage >= self.threshold
+
+    def take(self, scored: list[Scored]) -> Scored | None:
+        """The best unit not quoted yet (and marks it quoted)."""
+        for s in scored:
+            key = (s.unit.n, s.unit.position)
+            if key not in self.used:
+                self.used.add(key)
+                return s
+        return None
+
+    # -------------------------------------------------------------- checks
+    def check(self, sent: ProcessedSentence, plain: str, proc: AnswerProcessor
+              ) -> ProcessedSentence | None:
+        """Keep, repair or remove one model sentence (None: removed)."""
+        if sent.role != "claim":
+            return sent
+        words = content_tokens(plain)
+        facts = facts_of(plain)
+        if not sent.cited:
+            if not facts and len(words) < 4:
+                return sent  # "Yes." or a short connective: nothing to check
+            missing = facts or ["no source carries this sentence"]
+        else:
+            text = " ".join(c.text for n in sent.cited if (c := self.ledger.get(n)))
+            missing = missing_facts(plain, text, self.extra_numbers)
+            if not missing and sent.supported is not False:
+                return sent
+            if not missing:
+                missing = ["its words are not in the cited source"]
+        return self._repair(sent, plain, words, missing, proc)
+
+    def _repair(self, sent: ProcessedSentence, plain: str, words: set[str],
+                missing: list[str], proc: AnswerProcessor) -> ProcessedSentence | None:
+        cites = [c for n in sent.cited if (c := self.ledger.get(n))] or list(self.ledger)
+        qterms = question_terms(self.question)
+        best: tuple[float, Unit, str] | None = None
+        for c in cites:
+            for u in units_of(c):
+                if (u.n, u.position) in self.used:
+                    continue
+                ut = content_tokens(u.text)
+                overlap = len(words & ut) / max(1, len(words))
+                if overlap < REPAIR_MIN_OVERLAP:
+                    continue
+                score = overlap + 0.5 * len(qterms & (ut | content_tokens(u.context))) / max(
+                    1, len(qterms))
+                if best is None or score > best[0]:
+                    best = (score, u, c.path)
+        record: dict[str, Any] = {"sentence": plain, "missing": missing}
+        if best is None:
+            self.repairs.append({**record, "action": "removed"})
+            return None
+        _, unit, path = best
+        self.used.add((unit.n, unit.position))
+        self.repairs.append({**record, "action": "replaced", "with": unit.n})
+        from kbagent.agent.answer import ProcessedSentence
+
+        text = quote(unit, path)
+        trail = sent.text[len(sent.text.rstrip()):] or " "
+        out = ProcessedSentence(text + trail, [unit.n], role="quote")
+        out.support = proc._support(unit.text, [unit.n])
+        out.supported = True
+        return out
+
+
+def closest_sources(ledger: CitationLedger, evidence: list[Scored], limit: int = 3
+                    ) -> list[tuple[int, str]]:
+    """(citation number, "path lines a-b") of the chunks nearest the question."""
+    out: list[tuple[int, str]] = []
+    for s in evidence:
+        c = ledger.get(s.unit.n)
+        if c is not None and c.n not in [n for n, _ in out]:
+            out.append((c.n, f"{c.path} lines {c.start_line}-{c.end_line}"))
+        if len(out) >= limit:
+            break
+    return out
