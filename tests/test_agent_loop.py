@@ -95,10 +95,19 @@ def test_events_stream_thought_before_action_and_answer_before_final(kb):
 
 
 def test_greeting_is_answered_directly_without_tools(kb):
-    llm = ScriptedLLM(["Hello! I can answer questions about your documents."])
+    llm = ScriptedLLM(["Welcome to my office."])
     events, result = run(Agent(llm, [kb]), "hi there!")
     assert result.mode == "direct"
     assert not [e for e in events if isinstance(e, Action)]
+    # grounded (the default): kbagent's own words, true by construction; no model call
+    assert result.answer.startswith("Hello! I'm kbagent") and "sample" in result.answer
+    assert result.references == [] and llm.calls == []
+
+
+def test_greeting_without_grounding_is_the_models_small_talk(kb):
+    llm = ScriptedLLM(["Hello! I can answer questions about your documents."])
+    _, result = run(Agent(llm, [kb], AgentConfig(grounded=False)), "hi there!")
+    assert result.mode == "direct"
     assert result.answer.startswith("Hello!") and result.references == []
     assert llm.calls[0]["grammar"] is None
     assert "small talk" in llm.calls[0]["messages"][0].content
@@ -133,7 +142,8 @@ def test_max_steps_forces_one_final_answer_turn(kb):
     llm = ScriptedLLM([step("a", "kb_search", {"query": "pricing"}),
                        step("b", "kb_search", {"query": "tiers"}),
                        final("Forced.", "The Business tier costs $2,400 per month.")])
-    events, result = run(Agent(llm, [kb], agent_cfg(max_steps=2)),
+    # grounding off: the final turn's sources are the chunks' excerpts, in ledger order
+    events, result = run(Agent(llm, [kb], agent_cfg(max_steps=2, grounded=False)),
                          "How much is the Business tier?")
     assert result.status == "limit" and "step limit of 2" in result.stop_reason
     assert [e.kind for e in events if isinstance(e, StepStarted)] == ["llm", "llm",
@@ -151,7 +161,8 @@ def test_the_final_turn_sees_the_first_hits_and_the_newest_finds(kb):
                        step("b", "kb_cat", {"path": "hr/pto_and_leave_policy.md",
                                             "start_line": 1, "end_line": 8}),
                        "The answer."])
-    events, _ = run(Agent(llm, [kb], agent_cfg(max_steps=2)), "How many PTO days?")
+    events, _ = run(Agent(llm, [kb], agent_cfg(max_steps=2, grounded=False)),
+                    "How many PTO days?")
     search, cat = [e for e in events if isinstance(e, Observation)]
     assert len(search.citations) > 8 and len(cat.citations) == 1
     sources = llm.calls[-1]["messages"][1].content
@@ -298,7 +309,7 @@ def test_time_limit_stops_a_step_and_forces_the_final_answer(kb, monkeypatch):
 
     llm = ScriptedLLM([step("s", "kb_search", {"query": "retry"}), slow_step,
                        final("f", "Retries use exponential backoff.")])
-    result = run_to_result(Agent(llm, [kb], agent_cfg(time_limit=1.5)),
+    result = run_to_result(Agent(llm, [kb], agent_cfg(time_limit=1.5, grounded=False)),
                            "Explain retries")
     assert result.status == "limit" and result.stop_reason == "time limit reached"
     assert result.answer.startswith("Retries use exponential backoff")

@@ -4,6 +4,8 @@ the harness's calculation path, and the same runs with grounding off."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Final
@@ -26,12 +28,13 @@ def ask(kb, question: str, replies: list[str], **cfg):
 
 
 def test_unanswerable_question_is_answered_with_does_not_say_and_closest_sources(kb):
-    events, result, llm = ask(kb, "What is the Wi-Fi password at the Portland office?",
-                              ["The Wi-Fi password at the Portland office is 12345678 [1]."])
+    _, result, llm = ask(kb, "What is the Wi-Fi password at the Portland office?",
+                         ["The Wi-Fi password at the Portland office is 12345678 [1]."])
     assert result.abstained
     assert result.answer.startswith("The knowledge base does not say")
     assert "12345678" not in result.answer
-    assert "Closest sources:" in result.answer and "[1]" in result.answer
+    assert "Closest sources:" in result.answer and re.search(r"\.md lines \d+-\d+ \[\d\]",
+                                                             result.answer)
     assert llm.calls == []  # the model was not asked to invent an answer
     assert result.references  # the closest sources are listed as references
 
@@ -100,7 +103,7 @@ def test_arithmetic_is_computed_with_the_calculate_tool_from_cited_figures(kb):
         ["It fell by 9 points."])
     tools = [e.tool for e in events if isinstance(e, Action)]
     assert tools.count("kb_search") >= 2 and tools[-1] == "calculate"
-    calc = [e for e in events if isinstance(e, Action) and e.tool == "calculate"][0]
+    calc = next(e for e in events if isinstance(e, Action) and e.tool == "calculate")
     assert calc.args["expression"] == "71.4 - 66.2"
     assert "5.2 percentage points" in result.answer
     assert "71.4%" in result.answer and "66.2%" in result.answer

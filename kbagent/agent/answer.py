@@ -166,6 +166,8 @@ class AnswerProcessor:
     # grounded answers (kbagent.agent.grounding): every model sentence's facts must be in
     # what it cites, or it is replaced by the source sentence that supports it, or removed
     grounding: Grounding | None = None
+    harness_text: bool = False  # what is fed now is the harness's notice, not the model's
+    seen: int = 0  # sentences processed, kept or not
 
     def feed(self, delta: str) -> list[ProcessedSentence]:
         self._buffer += delta
@@ -229,9 +231,10 @@ class AnswerProcessor:
 
     def drop_unfinished(self) -> str:
         """Drop an unfinished trailing sentence (generation hit its token limit
-        mid-sentence), if at least one sentence is finished. Returns what was dropped."""
+        mid-sentence), if at least one sentence was finished (kept or not). Returns what
+        was dropped."""
         pieces, _ = sentence_spans(self._buffer, final=True)
-        if not pieces or not (self.sentences or len(pieces) > 1):
+        if not pieces or not (self.seen or len(pieces) > 1):
             return ""
         last = _MARKER.sub("", pieces[-1]).rstrip()
         if not last or _ENDED.search(last):
@@ -261,6 +264,7 @@ class AnswerProcessor:
         return out
 
     def _process(self, raw: str) -> ProcessedSentence | None:
+        self.seen += 1
         text = normalize_markers(raw, self.ledger.numbers())
         cited = list(dict.fromkeys(cited_numbers(text)))
         sent = ProcessedSentence(text, cited)
@@ -275,7 +279,9 @@ class AnswerProcessor:
             sent.support = self._support(plain, sent.cited)
             if sent.support is not None:
                 sent.supported = sent.support >= self.threshold
-        if self.grounding is not None and plain:
+        if self.harness_text:
+            sent.role = "notice"  # the harness's own words: nothing to check or repair
+        elif self.grounding is not None and plain:
             checked = self.grounding.check(sent, plain, self)
             if checked is None:
                 return None

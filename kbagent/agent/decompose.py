@@ -43,6 +43,7 @@ class Part:
     question: str  # the part, as a question of its own
     query: str  # what the harness searches for it
     label: str = ""  # how the answer names it ("Q2", "what caused ...")
+    item: str = ""  # a compared item ("Q2"), whose figure can be read like an operand
 
 
 def _key_terms(text: str) -> str:
@@ -83,7 +84,7 @@ def parts_of(question: str) -> list[Part]:
                 if year and year.group() not in one:
                     one += f" {year.group()}"
                 q = one if i == 0 else f"{one} {subject}"
-                parts.append(Part(one + "?", q, label=item))
+                parts.append(Part(one + "?", q, label=item, item=item.strip()))
             continue
         parts.append(Part(clause + "?", query, label=clause if i else ""))
     return parts if len(parts) > 1 else [Part(question, question)]
@@ -127,7 +128,7 @@ _NOT_METRIC = QUESTION_WORDS | content_tokens(
     "quarters first two three four kestrel kestrel's month per need reach by")
 
 
-def _metric(question: str, items: list[str]) -> str:
+def metric_of(question: str, items: list[str]) -> str:
     drop = content_tokens(" ".join(items)) | _NOT_METRIC
     words = [w for w in re.findall(r"[A-Za-z][\w-]*", question)
              if content_tokens(w) and not content_tokens(w) <= drop
@@ -145,27 +146,32 @@ def calc_plan_of(question: str) -> CalcPlan | None:
     ft = _FROM_TO.search(question)
     if ft and (_PCT_CHANGE.search(question) or _PP.search(question)):
         items = [with_year(ft.group("a")), with_year(ft.group("b"))]
-        metric = _metric(question, items)
+        metric = metric_of(question, items)
         op = "pp_change" if _PP.search(question) else "pct_change"
         return CalcPlan(op, [Operand(i, metric) for i in items], metric)
     th = _THAN.search(question)
     if th and _MORE.search(question):
         items = [th.group("a"), th.group("b")]
-        metric = _metric(question, items)
+        metric = metric_of(question, items)
         return CalcPlan("difference", [Operand(i, metric) for i in items], metric)
     fn = _FIRST_N.search(question)
     if fn and _SUM.search(question):
         n = {"two": 2, "three": 3, "four": 4}.get(fn.group("n").lower()) or int(fn.group("n"))
         y = fn.group("y") or (year.group() if year else "")
         items = [f"Q{i} {y}".strip() for i in range(1, n + 1)]
-        metric = _metric(question, items)
+        metric = metric_of(question, items)
         return CalcPlan("sum", [Operand(i, metric) for i in items], metric)
     return None
 
 
 _LABELLED = re.compile(r"(?P<label>[A-Za-z][\w ()/&'.-]{0,40}?)\s*:\s*(?P<val>\(?[-−+]?[$€£]?"
-                       r"\d[\d,]*(?:\.\d+)?\s?(?:[%MKB]|pts?)?\)?)")
-_NUMBER_AFTER = re.compile(r"[-−+]?[$€£]?\d[\d,]*(?:\.\d+)?\s?[%MKB]?(?![\w])")
+                       r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\(?[-−+]?[$€£]?\d+(?:\.\d+)?)"
+                       r"(?P<suffix>\s?(?:[%MKB]|pts?)?\)?)(?![\w.])")
+_NUMBER_AFTER = re.compile(r"(?<![\w.])[-−+]?[$€£]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+                           r"(?:\s?[%MKB](?![\w]))?(?![\w.,]\d)")
+_CELL_PAIR = re.compile(r"(?:^|;\s*)(?P<label>[^:;]{1,60}):\s*(?P<value>[^;]+)")
+SYNONYMS = {"cost": {"price", "fee"}, "price": {"cost", "fee"}, "fee": {"cost", "price"},
+            "revenu": {"sale"}, "sale": {"revenu"}}
 
 
 def parse_value(text: str) -> float | None:
@@ -180,39 +186,61 @@ def _tokens(text: str) -> set[str]:
     return content_tokens(text)
 
 
+def _with_synonyms(tokens: set[str]) -> set[str]:
+    out = set(tokens)
+    for t in tokens:
+        out |= SYNONYMS.get(t, set())
+    return out
+
+
 def find_operand(op: Operand, units: list[Unit]) -> Value | None:
-    """The value of ``op`` in ``units`` (best first): a table cell or ``label: value``
-    whose label names the item in a unit about the metric, else the first number
-    after the metric's words in a unit whose text or context names the item."""
-    item_t, metric_t = _tokens(op.item), _tokens(op.metric)
+    """The value of ``op`` in ``units`` (best first), from, in order of trust: a table
+    cell or ``label: value`` whose label names the item (a period column) in a row
+    about the metric; a row naming the item whose cell is labelled by the metric (a
+    price column in the item's row); the first number after the metric's words in
+    prose that names the item (or whose file does)."""
+    item_t, metric_t = _tokens(op.item), _with_synonyms(_tokens(op.metric))
+    core = {t for t in item_t if not re.fullmatch(r"(19|20)\d\d", t)} or item_t
+    need = max(1, min(len(_tokens(op.metric)), 2)) * 0.5
     best: tuple[float, Value] | None = None
+
+    def offer(score: float, number: float | None, text: str, u: Unit) -> None:
+        nonlocal best
+        if number is not None and (best is None or score > best[0]):
+            best = (score, Value(number, text.strip(), u))
+
     for rank, u in enumerate(units):
-        text_t = _tokens(u.text)
-        about = len(metric_t & text_t) / max(1, len(metric_t))
-        if about < 0.5:
-            continue
-        for m in _LABELLED.finditer(u.text):
-            label_t = _tokens(m.group("label"))
-            core = {t for t in item_t if not re.fullmatch(r"(19|20)\d\d", t)} or item_t
-            if core <= label_t and item_t <= label_t | text_t | _tokens(u.context):
-                v = parse_value(m.group("val"))
-                if v is not None:
-                    score = 2 + about - rank * 0.01
-                    if best is None or score > best[0]:
-                        best = (score, Value(v, m.group("val").strip(), u))
-        # "Business ... $2,400" in a row naming the item, or prose about the item
-        if item_t and item_t <= text_t | _tokens(u.context):
-            words = op.metric.split()
+        pairs = [(m.group("label").strip(), m.group("value").strip())
+                 for m in _CELL_PAIR.finditer(u.text)]
+        values_t = _tokens(" ".join(v for _, v in pairs)) if pairs else _tokens(u.text)
+        about = len(metric_t & values_t)
+        context_t = _tokens(u.context)
+        # a period column: "Q2 2026: $9.80M" in the row about the metric
+        if about >= need:
+            for m in _LABELLED.finditer(u.text):
+                label_t = _tokens(m.group("label"))
+                if core <= label_t and item_t <= label_t | _tokens(u.text) | context_t:
+                    offer(3 + about - rank * 0.01, parse_value(m.group("val")),
+                          m.group("val") + m.group("suffix"), u)
+        # the item's row: "Tier: Team; Price: $499 per month"
+        if pairs and any(core <= _tokens(v) and len(_tokens(v)) <= len(core) + 2
+                         for _, v in pairs):
+            for label, value in pairs:
+                if metric_t & _tokens(label):
+                    n = _NUMBER_AFTER.search(value)
+                    if n is not None:
+                        offer(2.5 - rank * 0.01, parse_value(n.group()), n.group(), u)
+        # prose naming the item (or in the item's file): the number after the metric
+        path_t = _tokens(u.context.split("  ")[0]) if "  " in u.context else context_t
+        if about >= need and item_t <= _tokens(u.text) | path_t:
             low = u.text.lower()
-            pos = min((low.find(w.lower()) for w in words if w.lower() in low), default=-1)
-            if pos >= 0:
-                n = _NUMBER_AFTER.search(u.text, pos)
-                if n is not None and n.start() - pos < 60:
-                    v = parse_value(n.group())
-                    in_text = item_t <= text_t
-                    score = 1 + about + (0.5 if in_text else 0) - rank * 0.01
-                    if v is not None and (best is None or score > best[0]):
-                        best = (score, Value(v, n.group().strip(), u))
+            positions = [low.find(w.lower()) for w in op.metric.split() if w.lower() in low]
+            if positions:
+                n = _NUMBER_AFTER.search(u.text, min(positions))
+                if n is not None and n.start() - min(positions) < 60:
+                    in_text = item_t <= _tokens(u.text)
+                    offer(1 + about * 0.5 + (0.5 if in_text else 0) - rank * 0.01,
+                          parse_value(n.group()), n.group(), u)
     return best[1] if best else None
 
 

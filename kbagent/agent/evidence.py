@@ -29,11 +29,8 @@ QUESTION_WORDS = frozenset(content_tokens(
     "what which who whom whose when where why how many much does do did is are was were "
     "tell me give list show find explain describe please kbagent knowledge base documents "
     "default value exactly"))
-_NUMERIC_Q = re.compile(r"\b(how (many|much|long|often|big|large|fast|old)|what (percentage|"
-                        r"percent|share|number|amount|price|cost|rate|date|year|time)|when\b|"
-                        r"cost|price|limit|maximum|minimum|max|min|total|ttl|timeout|budget)",
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b", re.IGNORECASE)
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
 _CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
 _BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
@@ -117,17 +114,17 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             flush()
             if _TABLE_RULE.match(line):
                 continue
-            cells = [x for x in _cells(line) if x]
-            if not cells:
+            cells = _cells(line)
+            if not any(cells):
                 continue
             if not header:
                 header = cells
                 continue
             if len(header) == len(cells):
-                text = "; ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells,
-                                                                         strict=True))
+                text = "; ".join(f"{h}: {v}" if h else v
+                                 for h, v in zip(header, cells, strict=True) if v)
             else:
-                text = "; ".join(cells)
+                text = "; ".join(x for x in cells if x)
             units.append(text)
             contexts.append(heading + " " + " ".join(header))
             continue
@@ -150,17 +147,35 @@ def question_terms(question: str) -> set[str]:
     return content_tokens(question) - QUESTION_WORDS
 
 
-def wants_number(question: str) -> bool:
-    return bool(_NUMERIC_Q.search(question))
+# What kind of answer a question asks for, and what a unit that gives one looks like: a
+# unit of that kind counts as holding one more question term (as rare as the rarest), so
+# a duration answers "how long" though it shares no word with the question.
+ANSWER_TYPES: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
+    (re.compile(r"\bhow long\b", re.I),
+     re.compile(r"\d+\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|ms|s|h)\b",
+                re.I)),
+    (re.compile(r"\bwhen\b|\bwhat (?:date|day|year)\b", re.I),
+     re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|"
+                r"November|December|Q[1-4]|20\d\d-\d\d-\d\d|(?:19|20)\d\d)\b")),
+    (re.compile(r"\bhow much\b|\bcost\b|\bprice\b|\bpay\b|\brevenue\b", re.I),
+     re.compile(r"[$€£]\s?\d")),
+    (re.compile(r"\bpercent|\bmargin\b|\brate\b|%", re.I), re.compile(r"\d%")),
+    (re.compile(r"\bhow many\b", re.I), re.compile(r"\d")),
+    (re.compile(r"\b(?:why|explain|cause[ds]?|reason)\b", re.I), re.compile(
+        r"\b(?:because|due to|driven by|caused|as a result|owing to|led to|reason)\b", re.I)),
+    (re.compile(r"^\s*who\b", re.I), re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")),
+]
 
 
-_NUM_IN = re.compile(r"\d")
+def answer_types(question: str) -> list[re.Pattern[str]]:
+    return [unit for q, unit in ANSWER_TYPES if q.search(question)]
 
 
 def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None
                 ) -> list[Scored]:
-    """Units best first, by question coverage (rarity-weighted) with small preferences:
-    a number when the question asks for one, an earlier retrieval rank, a shorter unit."""
+    """Units best first, by question coverage (rarity-weighted words, plus the kind of
+    answer asked for) with small preferences: an earlier retrieval rank, a shorter
+    unit."""
     terms = question_terms(question)
     if not terms or not units:
         return []
@@ -169,18 +184,19 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     n = len(units)
     df = {t: sum(1 for tok in tokens if t in tok) for t in terms}
     idf = {t: math.log((n + 1) / (df[t] + 0.5)) + 1.0 for t in terms}
+    kinds = answer_types(question)
+    kind_weight = max(idf.values())
+    # the kind of answer asked for adds to a unit that gives one, but a question is not
+    # less covered for asking it ("Explain retries" is answered by what retries do)
     total = sum(idf.values())
-    numeric = wants_number(question)
     ranks = ranks or {}
     out = []
     for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
-        coverage = (own + extra) / total
-        score = coverage
-        if numeric:
-            score += 0.08 if _NUM_IN.search(u.text) else -0.1
-        score += 0.04 / (1 + ranks.get(u.n, 10))
+        kind = kind_weight * sum(1 for k in kinds if k.search(u.text))
+        coverage = min(1.0, (own + extra + kind) / total)
+        score = coverage + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.02 * max(0, len(u.text) - 300) / 300
         out.append(Scored(u, score, coverage))
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))

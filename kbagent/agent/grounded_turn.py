@@ -32,14 +32,17 @@ from kbagent.agent.answer import ProcessedSentence
 from kbagent.agent.calculator import format_number
 from kbagent.agent.decompose import (
     CalcPlan,
+    Operand,
+    Part,
     Value,
     calc_plan_of,
     expression,
     find_operand,
+    metric_of,
     parts_of,
 )
 from kbagent.agent.events import AnswerDelta, Event
-from kbagent.agent.evidence import Scored, numbers_in
+from kbagent.agent.evidence import Scored, numbers_in, units_of
 from kbagent.agent.grounding import Grounding, closest_sources, doc_name, quote
 from kbagent.agent.state import RunState
 
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
     from kbagent.agent.loop import Agent
 
 EVIDENCE_UNITS = 5  # source sentences the model is shown
+PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
+OPERAND_TOP_K = 10  # hits per operand search: a figure often sits in one table row
 
 
 def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
@@ -94,26 +99,52 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
             step += 1
         answered = 0
         for part, prefer in zip(parts, cites, strict=True):
-            ev = g.evidence(part.question, prefer=prefer)
-            best = g.take(ev) if g.answerable(ev) else None
-            if best is None:
-                yield _say(s, f"{part.question} The knowledge base does not say. ", "notice")
+            sentence = _part_answer(s, part, prefer)
+            if sentence is None:
+                yield _say(s, f"{_lead(part)}The knowledge base does not say. ", "notice")
                 continue
             answered += 1
-            lead = f"{part.label}: " if part.label and part.label not in part.question else (
-                f"{part.question} " if part.label else "")
-            c = s.ledger.get(best.unit.n)
-            yield _say(s, lead + quote(best.unit, c.path if c else "") + " ", "quote")
+            yield _say(s, sentence + " ", "quote")
         if not answered:
             s.processor.sentences.clear()
             yield from abstain(s, g.evidence())
         return False
     evidence = g.evidence(limit=EVIDENCE_UNITS)
-    if not g.answerable(evidence):
+    # a calculation whose operands were not all found is not evidence that the KB is
+    # silent: each operand may be there in words the reader did not match
+    if plan is None and not g.answerable(evidence):
         yield from abstain(s, evidence)
         return False
     ended = yield from agent.answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
+
+
+def _lead(part: Part) -> str:
+    """How a part's answer starts: "Q2 gross margin: " for a compared item, the
+    clause as a question for a clause ("How long did it last? ")."""
+    text = part.question.strip()
+    text = text[:1].upper() + text[1:]
+    return f"{text.rstrip('?')}: " if part.item else f"{text} "
+
+
+def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
+    """One part's answer: a compared item's figure read from the sources (the way an
+    operand is), else the source sentence that best answers the part, quoted."""
+    g = _g(s)
+    if part.item:
+        cites = [c for c in s.ledger if c.n in prefer] + [c for c in s.ledger
+                                                            if c.n not in prefer]
+        metric = metric_of(part.question, [part.item])
+        value = find_operand(Operand(part.item, metric), [u for c in cites
+                                                          for u in units_of(c)])
+        if value is not None:  # two items are often two cells of one row: no "used"
+            return f"{_lead(part)}{value.text} [{value.unit.n}]."
+    ev = g.evidence(part.query, prefer=prefer)
+    best = g.take(ev) if ev and ev[0].coverage >= PART_COVERAGE else None
+    if best is None:
+        return None
+    c = s.ledger.get(best.unit.n)
+    return _lead(part) + quote(best.unit, c.path if c else "")
 
 
 def _evidence_message(s: RunState, evidence: list[Scored]) -> str:
@@ -131,7 +162,8 @@ def _evidence_message(s: RunState, evidence: list[Scored]) -> str:
 def ensure_answer(s: RunState) -> Iterator[Event]:
     """After the model's answer: if none of its sentences survived the checks, quote
     the best source sentence (or abstain when nothing covers the question)."""
-    if any(x.role in ("claim", "quote", "calculation") for x in s.processor.sentences):
+    if s.abstained or any(x.role in ("claim", "quote", "calculation")
+                          for x in s.processor.sentences):
         return
     g = _g(s)
     evidence = g.evidence()
@@ -150,13 +182,12 @@ def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
     values: list[Value] = []
     for op in plan.operands:
         found = yield from agent.search_step(s, step, f"{op.metric} {op.item}",
-                                             f"I need the {op.metric} for {op.item}.")
+                                             f"I need the {op.metric} for {op.item}.",
+                                             top_k=OPERAND_TOP_K)
         step += 1
         cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
                                                            if c.n not in found]
-        units = [e.unit for e in g.evidence(f"{op.metric} {op.item}", limit=12,
-                                            prefer=[c.n for c in cites[:len(found)]])]
-        value = find_operand(op, units)
+        value = find_operand(op, [u for c in cites for u in units_of(c)])
         if value is None:
             return False
         values.append(value)
@@ -168,8 +199,9 @@ def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
     g.extra_numbers |= numbers_in(result) | numbers_in(expr) | numbers_in(shown)
     for op, v in zip(plan.operands, values, strict=True):
         g.used.add((v.unit.n, v.unit.position))
-        yield _say(s, f"{op.metric.capitalize()} for {op.item}: {v.text} [{v.unit.n}]. ",
-                   "quote")
+        metric = " ".join(dict.fromkeys(op.metric.split()))
+        yield _say(s, f"{metric[:1].upper()}{metric[1:]} for {op.item}: {v.text} "
+                      f"[{v.unit.n}]. ", "quote")
     yield _say(s, f"{_op_name(plan)}: {expr.replace('*', '×')} = {shown} (calculated). ",
                "calculation")
     return True

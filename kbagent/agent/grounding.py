@@ -21,7 +21,7 @@ was done. Thresholds are calibrated on the sample questions (BENCHMARKS.md,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from kbagent.agent.evidence import (
     best_evidence,
     facts_of,
     missing_facts,
-    question_terms,
+    score_units,
     units_of,
 )
 from kbagent.text import shorten
@@ -92,7 +92,7 @@ class Grounding:
     # -------------------------------------------------------------- checks
     def check(self, sent: ProcessedSentence, plain: str, proc: AnswerProcessor
               ) -> ProcessedSentence | None:
-        """Keep, repair or remove one model sentence (None: removed)."""
+        """Keep, re-cite, repair or remove one model sentence (None: removed)."""
         if sent.role != "claim":
             return sent
         words = content_tokens(plain)
@@ -102,41 +102,72 @@ class Grounding:
                 return sent  # "Yes." or a short connective: nothing to check
             missing = facts or ["no source carries this sentence"]
         else:
-            text = " ".join(c.text for n in sent.cited if (c := self.ledger.get(n)))
-            missing = missing_facts(plain, text, self.extra_numbers)
+            missing = missing_facts(plain, self._cited_text(sent.cited), self.extra_numbers)
             if not missing and sent.supported is not False:
                 return sent
             if not missing:
                 missing = ["its words are not in the cited source"]
+        recited = self._recite(sent, plain, words, facts, missing, proc)
+        if recited is not None:
+            return recited
         return self._repair(sent, plain, words, missing, proc)
+
+    def _cited_text(self, numbers: list[int]) -> str:
+        """What a sentence citing ``numbers`` may draw on: the chunks, their paths and
+        headings (a report's quarter is often only in its file name)."""
+        cites = [c for n in numbers if (c := self.ledger.get(n))]
+        return " ".join(f"{c.text} {c.path.replace('_', ' ')} {c.heading}" for c in cites)
+
+    def _recite(self, sent: ProcessedSentence, plain: str, words: set[str], facts: list[str],
+                missing: list[str], proc: AnswerProcessor) -> ProcessedSentence | None:
+        """A sentence that is right but cites the wrong chunk (small models often cite
+        [1] for everything) is cited to the gathered chunk that carries all its facts."""
+        if not facts:
+            return None
+        for c in self.ledger:
+            if c.n in sent.cited:
+                continue
+            if missing_facts(plain, self._cited_text([c.n]), self.extra_numbers):
+                continue
+            support = proc._support(plain, [c.n])
+            if support is None or support < proc.threshold:
+                continue
+            from kbagent.agent.answer import _MARKER, _insert_marker
+
+            self.repairs.append({"sentence": plain, "missing": missing, "action": "recited",
+                                 "with": c.n})
+            out = replace(sent, text=_insert_marker(_MARKER.sub("", sent.text).rstrip() +
+                                                    sent.text[len(sent.text.rstrip()):],
+                                                    f"[{c.n}]"),
+                          cited=[c.n], support=support, supported=True)
+            return out
+        return None
 
     def _repair(self, sent: ProcessedSentence, plain: str, words: set[str],
                 missing: list[str], proc: AnswerProcessor) -> ProcessedSentence | None:
-        cites = [c for n in sent.cited if (c := self.ledger.get(n))] or list(self.ledger)
-        qterms = question_terms(self.question)
-        best: tuple[float, Unit, str] | None = None
-        for c in cites:
-            for u in units_of(c):
-                if (u.n, u.position) in self.used:
-                    continue
-                ut = content_tokens(u.text)
-                overlap = len(words & ut) / max(1, len(words))
-                if overlap < REPAIR_MIN_OVERLAP:
-                    continue
-                score = overlap + 0.5 * len(qterms & (ut | content_tokens(u.context))) / max(
-                    1, len(qterms))
-                if best is None or score > best[0]:
-                    best = (score, u, c.path)
+        units = [u for c in self.ledger for u in units_of(c)
+                 if (u.n, u.position) not in self.used]
+        cited = set(sent.cited)
+        best: tuple[float, Unit] | None = None
+        for scored in score_units(self.question, units):
+            u = scored.unit
+            overlap = len(words & content_tokens(u.text)) / max(1, len(words))
+            if overlap < REPAIR_MIN_OVERLAP:
+                continue
+            score = overlap + scored.score + (0.1 if u.n in cited else 0.0)
+            if best is None or score > best[0]:
+                best = (score, u)
         record: dict[str, Any] = {"sentence": plain, "missing": missing}
         if best is None:
             self.repairs.append({**record, "action": "removed"})
             return None
-        _, unit, path = best
+        unit = best[1]
+        c = self.ledger.get(unit.n)
         self.used.add((unit.n, unit.position))
         self.repairs.append({**record, "action": "replaced", "with": unit.n})
         from kbagent.agent.answer import ProcessedSentence
 
-        text = quote(unit, path)
+        text = quote(unit, c.path if c else "")
         trail = sent.text[len(sent.text.rstrip()):] or " "
         out = ProcessedSentence(text + trail, [unit.n], role="quote")
         out.support = proc._support(unit.text, [unit.n])

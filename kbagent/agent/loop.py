@@ -18,6 +18,7 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from kbagent.agent import prompts
+from kbagent.agent.about import SelfFacts, about_reply
 from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.citations import CitationLedger
@@ -329,6 +330,7 @@ class Agent:
         if not s.processor.answer:
             text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
                     else "Hello! Ask me anything about your documents.")
+            s.processor.harness_text = True
             for sent in s.processor.feed(text) + s.processor.finish():
                 yield AnswerDelta(sent.text, sent.supported)
         yield Final(result_of(s, status, list(self.kbs)))
@@ -342,9 +344,10 @@ class Agent:
             text += " The most relevant passages found:\n" + evidence
         # a cut-off model answer keeps its whole sentences; the notice starts apart
         s.processor.drop_unfinished()
-        if s.processor.sentences:
+        if s.processor.sentences or s.processor.seen:
             text = "\n\n" + text
         s.processor.auto_cite = False
+        s.processor.harness_text = True
         for sent in s.processor.feed(text) + s.processor.finish():
             yield AnswerDelta(sent.text, sent.supported)
         yield Final(result_of(s, status, list(self.kbs)))
@@ -358,6 +361,7 @@ class Agent:
             text += " Evidence gathered so far:\n" + evidence
         s.processor.auto_cite = False
         sents = s.processor.finish() if s.processor.answer else []
+        s.processor.harness_text = True
         sents += s.processor.feed(("\n\n" if s.processor.answer else "") + text)
         sents += s.processor.finish()
         for sent in sents:
@@ -378,11 +382,11 @@ class Agent:
             Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
 
-    def search_step(self, s: RunState, step: int, query: str, thought: str
+    def search_step(self, s: RunState, step: int, query: str, thought: str, top_k: int = 0
                     ) -> Generator[Event, None, list[int]]:
         """A search the harness makes (a part of the question, an operand); returns the
         citation numbers it found."""
-        args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+        args = {"query": query[:MAX_QUERY_CHARS], "top_k": top_k or self.config.rag_top_k}
         out = yield from self._tool_step(s, step, "kb_search", args, thought)
         return out.citations
 
@@ -428,9 +432,20 @@ class Agent:
         yield from self._final_turn(s, step + 1, "", rag=True)
 
     def _direct(self, s: RunState) -> Iterator[Event]:
-        """Small talk: answer with no retrieval and no tools."""
+        """Small talk: answer with no retrieval and no tools. A grounded run answers
+        small talk and questions about kbagent itself from facts (kbagent/agent/about.py)
+        rather than the model's guess."""
         started = time.perf_counter()
         yield StepStarted(1, kind=StepKind.ANSWER)
+        facts = SelfFacts(list(self.kbs), str(getattr(self.llm, "name", "unknown")),
+                          bool(getattr(self.llm, "local", False)))
+        reply = about_reply(s.question, facts) if self.config.grounded else None
+        if reply is not None:
+            record_step(s, 1, StepDone(), None, started)
+            sent = s.processor.emit(reply, "notice")
+            yield AnswerDelta(sent.text, None)
+            yield Final(result_of(s, Status.ANSWERED, list(self.kbs)))
+            return
         s.messages = [Message("system", prompts.DIRECT.format(kbs=", ".join(self.kbs) or
                                                               "none yet")),
                       Message("user", s.question)]

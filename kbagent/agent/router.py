@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from kbagent.agent.about import about_kind
 from kbagent.agent.kinds import AskMode
 
 _CHITCHAT = re.compile(
@@ -24,7 +25,11 @@ _COMPOSITE = re.compile(
 
 
 def is_chitchat(question: str) -> bool:
-    return bool(_CHITCHAT.match(question)) or not re.search(r"\w", question)
+    """Small talk, or a short question about kbagent itself ("which model are you?")."""
+    if _CHITCHAT.match(question) or not re.search(r"\w", question):
+        return True
+    short = len(question.split()) <= 8
+    return short and about_kind(question) in ("model", "kbs", "identity", "capabilities")
 
 
 def route(question: str) -> AskMode:

@@ -69,6 +69,7 @@ MIN_GENERATION = 64  # fewer tokens of room than this (or than asked) is a full 
 
 class LlamaCppLLM:
     supports_grammar = True
+    local = True  # runs in this process (what kbagent says about itself)
     last_usage: Completion | None = None
 
     def __init__(self, model_path: Path, *, n_ctx: int = default("n_ctx"),
