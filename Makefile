@@ -37,6 +37,9 @@ demo: install
 	$(KB) ask "What is the default TTL for prompt cache entries?" --kb sample
 	$(KB) ref
 	$(KB) ask "Compare Q2 and Q3 gross margin and explain the change" --kb sample --tools full
+	$(KB) ask "By how many percentage points did gross margin fall from Q2 to Q3 2026?" --kb sample --tools full
+	$(KB) ask "What is the Wi-Fi password at the Portland office?" --kb sample
+	$(KB) ask "who are you?" --kb sample
 
 bench: install
 	$(PY) bench/bench_kb.py

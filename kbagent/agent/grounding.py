@@ -186,3 +186,21 @@ def closest_sources(ledger: CitationLedger, evidence: list[Scored], limit: int =
         if len(out) >= limit:
             break
     return out
+
+
+def describe_repairs(repairs: list[dict[str, Any]]) -> list[str]:
+    """What the grounding check did to the model's sentences, one line each."""
+    out = []
+    for r in repairs:
+        said = shorten(str(r.get("sentence", "")), 90, at_word=True)
+        missing = ", ".join(str(m) for m in r.get("missing", []))
+        action = r.get("action")
+        if action == "replaced":
+            out.append(f"corrected: \u201c{said}\u201d ({missing}: not in its source); the "
+                       f"source sentence [{r.get('with')}] is quoted instead")
+        elif action == "recited":
+            out.append(f"re-cited: \u201c{said}\u201d to [{r.get('with')}], the source that "
+                       f"says it")
+        else:
+            out.append(f"removed: \u201c{said}\u201d ({missing}: in no source found)")
+    return out

@@ -18,6 +18,7 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import StepKind
 from kbagent.text import shorten
 
@@ -104,6 +105,8 @@ class EventRenderer:
         for sentence in result.unsupported:
             self.err.print(f"[yellow]⚠ not supported by its cited sources:[/] "
                            f"{escape(sentence)}")
+        for line in describe_repairs(result.repairs):
+            self.err.print(f"[yellow]✎[/] {escape(line)}")
         u = result.usage
         stop = f"; stopped: {result.stop_reason}" if result.stop_reason else ""
         self.err.print(

@@ -23,6 +23,7 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
+from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import ErrorKind
 from kbagent.errors import KbagentError
 from kbagent.tui.format import reference_detail
@@ -279,6 +280,8 @@ class AskScreen(Screen):
         turn.result = result
         if result.stop_reason and result.status != "cancelled":
             turn.notice(f"guard stop: {result.stop_reason}", "warning")
+        for line in describe_repairs(getattr(result, "repairs", [])):
+            turn.notice(f"✎ {line}", "warning")
         usage = result.usage
         cost = (f" · {usage.budget_tokens} tokens · {usage.wall_ms / 1000:.1f} s"
                 if self.app.timings else "")
