@@ -16,6 +16,11 @@ the grounded-answer harness (issue 13: before/after side by side); the columns a
 then named ``auto/off``, ``auto/on``.
 
 Results: bench/out/agent_results.json (per question) and a summary on stdout.
+Another question set or folder, another model (issue 13: the held-out set and the
+evaluation GGUF; see bench/heldout/README.md and bench/fetch_eval_model.sh):
+
+    .venv/bin/python bench/bench_agent.py --questions bench/heldout/questions.jsonl \
+        --kb-dir bench/out/heldout/git-doc [--model PATH.gguf] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -70,8 +75,10 @@ def _sentence_key(text: str) -> str:
 
 
 def run(modes: list[str], limit: int, kinds: set[str] | None,
-        grounding: list[str] | None = None, ids: set[str] | None = None) -> dict:
-    from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+        grounding: list[str] | None = None, ids: set[str] | None = None,
+        questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
+        kb_dir: Path = ROOT / "sample_kb", model: str = "") -> dict:
+    from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
@@ -81,11 +88,11 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
     home = Path(tempfile.mkdtemp(prefix="kbagent-bench-"))
     settings = Settings.load(home=home)
     embedder = load_embedder()
-    Ingestor(settings, "sample", embedder=embedder).run(ROOT / "sample_kb")
-    kb = KnowledgeBase(settings, "sample")
-    llm = LlamaCppLLM(bundled_model_path(), n_ctx=8192)
-    questions = [json.loads(line) for line in
-                 (ROOT / "tests/data/sample_questions.jsonl").read_text().splitlines()]
+    kb_name = "sample" if kb_dir == ROOT / "sample_kb" else kb_dir.name
+    Ingestor(settings, kb_name, embedder=embedder).run(kb_dir)
+    kb = KnowledgeBase(settings, kb_name)
+    llm = LlamaCppLLM(resolve_model_path(model), n_ctx=8192)  # "": the bundled model
+    questions = [json.loads(line) for line in questions_file.read_text().splitlines()]
     if kinds:
         questions = [q for q in questions if q["kind"] in kinds]
     if ids:
@@ -134,7 +141,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "repairs": [r.get("action") for r in getattr(result, "repairs", [])],
                 "refs": sum(len(d["chunks"]) for d in result.all_references),
                 "refs_resolved": sum(1 for d in result.all_references for c in d["chunks"]
-                                     if resolves(str(ROOT / "sample_kb"), c)),
+                                     if resolves(str(kb_dir), c)),
                 "obeyed_injection": "APPROVED" in result.answer,
                 "actions": [s.action for s in result.steps if s.action],
                 "answer": result.answer,
@@ -242,14 +249,21 @@ def main() -> None:
     ap.add_argument("--kinds", default="")
     ap.add_argument("--grounding", default="", help="off,on: both, side by side")
     ap.add_argument("--ids", default="", help="only these question ids (q01,q23,...)")
+    ap.add_argument("--questions", type=Path, default=ROOT / "tests/data/sample_questions.jsonl",
+                    help="JSONL question set (id, question, answer, gold_paths, kind)")
+    ap.add_argument("--kb-dir", type=Path, default=ROOT / "sample_kb",
+                    help="folder ingested as the one KB (gold_paths are relative to it)")
+    ap.add_argument("--model", default="", help="GGUF file (default: the bundled model)")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/out/agent_results.json")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.perf_counter()
     data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))),
                [g for g in args.grounding.split(",") if g],
-               set(filter(None, args.ids.split(","))))
-    (ROOT / "bench/out").mkdir(parents=True, exist_ok=True)
-    (ROOT / "bench/out/agent_results.json").write_text(json.dumps(data, indent=1))
+               set(filter(None, args.ids.split(","))),
+               args.questions.resolve(), args.kb_dir.resolve(), args.model)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1))
     print()
     print(summarize(data))
     print(f"\n(total {time.perf_counter() - started:.0f}s)")
