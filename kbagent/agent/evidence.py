@@ -195,8 +195,9 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_weight * sum(1 for k in kinds if k.search(u.text))
-        coverage = min(1.0, (own + extra + kind) / total)
-        score = coverage + 0.04 / (1 + ranks.get(u.n, 10))
+        raw = (own + extra + kind) / total
+        coverage = min(1.0, raw)
+        score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.02 * max(0, len(u.text) - 300) / 300
         out.append(Scored(u, score, coverage))
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))

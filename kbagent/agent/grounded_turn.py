@@ -65,12 +65,12 @@ def _g(s: RunState) -> Grounding:
     return g
 
 
-def abstain(s: RunState, evidence: list[Scored], what: str = "") -> Iterator[Event]:
-    """Say the knowledge base does not say it, and show the closest sources."""
+def abstain(s: RunState, evidence: list[Scored], reason: str = "") -> Iterator[Event]:
+    """Say the knowledge base does not say it (and why, when known), and show the
+    closest sources."""
     s.abstained = True
-    subject = f" {what}" if what else ""
-    yield _say(s, f"The knowledge base does not say{subject}: none of the sources found "
-                  "answers this question. ", "notice")
+    why = reason or "none of the sources found answers this question"
+    yield _say(s, f"The knowledge base does not say: {why}. ", "notice")
     near = closest_sources(s.ledger, evidence)
     if near:
         listed = "; ".join(f"{where} [{n}]" for n, where in near)
@@ -112,9 +112,15 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     # a calculation whose operands were not all found is not evidence that the KB is
     # silent: each operand may be there in words the reader did not match
-    if plan is None and not g.answerable(evidence):
-        yield from abstain(s, evidence)
+    reason = g.silent_reason(evidence) if plan is None else None
+    if reason is not None:
+        yield from abstain(s, evidence, reason)
         return False
+    # the fact leads: the best source sentence, quoted, then the model's answer (checked)
+    lead = g.take(evidence)
+    if lead is not None:
+        c = s.ledger.get(lead.unit.n)
+        yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
     ended = yield from agent.answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
 

@@ -21,17 +21,21 @@ was done. Thresholds are calibrated on the sample questions (BENCHMARKS.md,
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from kbagent.agent.citations import CitationLedger, content_tokens
 from kbagent.agent.evidence import (
+    QUESTION_WORDS,
     Scored,
     Unit,
     best_evidence,
     facts_of,
     missing_facts,
+    question_terms,
     score_units,
     units_of,
 )
@@ -42,7 +46,8 @@ if TYPE_CHECKING:
 
 # The best unit must cover this share of the question's (rarity-weighted) words for
 # the question to count as answered by the knowledge base.
-ANSWERABLE_COVERAGE = 0.55
+ANSWERABLE_COVERAGE = 0.45
+LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
 
@@ -65,6 +70,8 @@ class Grounding:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     used: set[tuple[int, int]] = field(default_factory=set)  # units quoted so far
     threshold: float = ANSWERABLE_COVERAGE
+    # does a chunk the caller may read contain this word? (set by the loop: KB lookups)
+    mentioned: Callable[[str], bool] | None = None
 
     # ----------------------------------------------------------- evidence
     def evidence(self, question: str | None = None, limit: int = 6,
@@ -79,6 +86,30 @@ class Grounding:
 
     def answerable(self, evidence: list[Scored]) -> bool:
         return bool(evidence) and evidence[0].coverage >= self.threshold
+
+    def silent_reason(self, evidence: list[Scored]) -> str | None:
+        """Why the knowledge base does not answer the whole question ("" for no
+        particular reason), or None when the evidence may answer it. In order: a word
+        of the question that no chunk the caller may read contains ("dental"); a year
+        the question names that nothing gathered mentions; the best unit's coverage
+        below the threshold (lower for long questions: more words, less of each)."""
+        if not evidence:
+            return ""
+        pool: set[str] = set()
+        for c in self.ledger:
+            pool |= content_tokens(f"{c.text} {c.path.replace('_', ' ')} {c.heading}")
+        for word in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", self.question)):
+            stems = content_tokens(word) - QUESTION_WORDS
+            if not stems or stems & pool:
+                continue
+            if self.mentioned is not None and not self.mentioned(word):
+                return f"it never mentions \u201c{word}\u201d"
+        for year in dict.fromkeys(re.findall(r"\b(?:19|20)\d\d\b", self.question)):
+            if year not in pool:
+                return f"nothing found is about {year}"
+        terms = question_terms(self.question)
+        threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(terms)))
+        return None if evidence[0].coverage >= threshold else ""
 
     def take(self, scored: list[Scored]) -> Scored | None:
         """The best unit not quoted yet (and marks it quoted)."""

@@ -128,7 +128,7 @@ class Agent:
                           principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
         now = time.perf_counter()
-        grounding = (Grounding(question, ctx.ledger)
+        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned)
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
@@ -141,6 +141,10 @@ class Agent:
             yield from self._rag(s)
         else:
             yield from self._agent(s)
+
+    def _mentioned(self, word: str) -> bool:
+        """Does any KB contain ``word`` in a chunk this agent's principal may read?"""
+        return any(kb.mentions(word, self.principal) for kb in self.kbs.values())
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,

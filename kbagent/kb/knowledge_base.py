@@ -256,6 +256,10 @@ class KnowledgeBase:
             self._denied[principal.groups] = self.store.denied_chunk_ids(principal)
         return self._denied[principal.groups]
 
+    def mentions(self, word: str, principal: Principal) -> bool:
+        """Does a chunk ``principal`` may read contain ``word``?"""
+        return self.store.mentions(word, self.denied_chunks(principal))
+
     @property
     def embedding_model(self) -> str:
         return str(self.manifest["embedding_model"])

@@ -233,6 +233,16 @@ class Store:
                 f"SELECT id FROM chunks WHERE doc_id IN ({marks})", part))
         return frozenset(out)
 
+    def mentions(self, word: str, denied: frozenset[int]) -> bool:
+        """Does any chunk outside ``denied`` contain ``word`` (case-insensitive, as a
+        substring)? One scan of the stored text, stopping at the first match."""
+        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for (chunk_id,) in self.conn.execute(
+                "SELECT id FROM chunks WHERE text LIKE ? ESCAPE '\\'", (pattern,)):
+            if chunk_id not in denied:
+                return True
+        return False
+
     def visible_counts(self, principal: Principal) -> tuple[int, int]:
         """(documents, chunks) that ``principal`` may read."""
         docs = chunks = 0
