@@ -122,3 +122,21 @@ def test_answer_events_stream_the_same_text_as_the_result(kb):
                             ["Kestrel's gross margin in Q3 2026 was 68.9% [1]."])
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta)).strip()
     assert streamed == result.answer
+
+
+def test_agent_mode_takes_a_comparison_apart_without_the_react_loop(kb):
+    _, result, llm = ask(kb, "Compare Q2 and Q3 gross margin and explain the change",
+                         ["Thought: search\nAction: kb_search\nAction Input: {}"],
+                         mode="agent")
+    assert result.mode == "agent" and result.status == "answered"
+    assert llm.calls == []  # the harness's searches, not the model's, answered it
+    assert "71.4%" in result.answer and "66.2%" in result.answer
+
+
+def test_small_talk_and_questions_about_kbagent_are_answered_from_facts(kb):
+    for question, expected in [("who are you?", "I'm kbagent"),
+                               ("which model are you using?", "The model answering is scripted"),
+                               ("what knowledge bases can you search?", "sample")]:
+        _, result, llm = ask(kb, question, ["I'm a kabalist."], mode="auto")
+        assert result.mode == "direct" and expected in result.answer, result.answer
+        assert "kabalist" not in result.answer and llm.calls == []

@@ -77,6 +77,11 @@ def abstain(s: RunState, evidence: list[Scored], reason: str = "") -> Iterator[E
         yield _say(s, f"Closest sources: {listed}.", "notice", [n for n, _ in near])
 
 
+def decomposable(question: str) -> bool:
+    """Will the grounded final turn take ``question`` apart (parts or arithmetic)?"""
+    return calc_plan_of(question) is not None or len(parts_of(question)) > 1
+
+
 def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
                    ) -> Generator[Event, None, bool]:
     """The grounded final turn (steps numbered from ``step``). Ends without the

@@ -33,7 +33,7 @@ from kbagent.agent.events import (
     StepStarted,
 )
 from kbagent.agent.generation import generate
-from kbagent.agent.grounded_turn import ensure_answer, grounded_final
+from kbagent.agent.grounded_turn import decomposable, ensure_answer, grounded_final
 from kbagent.agent.grounding import Grounding
 from kbagent.agent.kinds import (
     DONE,
@@ -139,6 +139,11 @@ class Agent:
             yield from self._direct(s)
         elif mode == AskMode.RAG:
             yield from self._rag(s)
+        elif grounding is not None and decomposable(question):
+            # comparisons, multi-part and arithmetic questions: the harness takes them
+            # apart (a search per part or operand, the calculation) and answers part by
+            # part; the model's ReAct loop would only repeat those searches (BENCHMARKS)
+            yield from self._rag(s, fallback=True)
         else:
             yield from self._agent(s)
 
