@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from kbagent.agent.citations import Citation, clean_text, content_tokens
 
@@ -28,7 +29,7 @@ from kbagent.agent.citations import Citation, clean_text, content_tokens
 QUESTION_WORDS = frozenset(content_tokens(
     "what which who whom whose when where why how many much does do did is are was were "
     "tell me give list show find explain describe please kbagent knowledge base documents "
-    "default value exactly"))
+    "exactly"))
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
@@ -41,6 +42,10 @@ _ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 _ABBREV_END = re.compile(r"\b(e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Inc|Ltd|Co|No|Fig|approx|St|"
                          r"U\.S)\.$")
+
+
+CODE_SUFFIXES = frozenset(".py .go .js .ts .tsx .jsx .rs .java .c .h .cc .cpp .hpp .sh .rb .kt "
+                          ".swift .cs .php .scala .lua .sql .yaml .yml .toml .ini .cfg".split())
 
 
 @dataclass(frozen=True)
@@ -92,10 +97,15 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     para: list[str] = []
     header: list[str] = []
 
+    code = PurePosixPath(c.path).suffix.lower() in CODE_SUFFIXES
+
     def flush() -> None:
         if para:
-            for s in _split_sentences(clean_text("\n".join(para)).strip()):
-                units.append(s)
+            # in source code every line is a unit ("MAX_DELAY_S = 8.0  # backoff cap")
+            pieces = ([clean_text(x) for x in para] if code else
+                      _split_sentences(clean_text("\n".join(para)).strip()))
+            for piece in pieces:
+                units.append(piece)
                 contexts.append(heading)
             para.clear()
 
@@ -179,7 +189,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     terms = question_terms(question)
     if not terms or not units:
         return []
-    tokens = [content_tokens(u.text) for u in units]
+    # identifiers read as words: MAX_DELAY_S holds "delay"
+    tokens = [content_tokens(u.text.replace("_", " ")) for u in units]
     ctx_tokens = [content_tokens(u.context) for u in units]
     n = len(units)
     df = {t: sum(1 for tok in tokens if t in tok) for t in terms}
@@ -198,7 +209,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         raw = (own + extra + kind) / total
         coverage = min(1.0, raw)
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
-        score -= 0.02 * max(0, len(u.text) - 300) / 300
+        score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
         out.append(Scored(u, score, coverage))
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))
     return out
