@@ -254,3 +254,16 @@ def test_a_folder_of_restricted_documents_reads_like_a_missing_folder(settings, 
     assert str(denied.value).replace("exec", "nope") == str(missing.value)
     assert views.ls() == ["open/"] and views.glob("exec/*") == []
     assert FileViews(KnowledgeBase(settings, "m"), EXEC).ls() == ["exec/", "open/"]
+
+
+def test_mentions_sees_only_what_the_caller_may_read(settings, make_folder, embedder):
+    """The abstention check asks whether a KB ever mentions a word: a word only a
+    restricted document holds must look absent to a caller without the group."""
+    folder = make_folder(DOCS)
+    (folder / ".kbaccess").write_text("hr/** hr\n")
+    Ingestor(settings, "k", embedder=embedder).run(folder)
+    kb = KnowledgeBase(settings, "k")
+    assert kb.mentions("cafeteria", ANONYMOUS) and kb.mentions("ZEBRA", ANONYMOUS)
+    assert not kb.mentions("salary", ANONYMOUS)  # only hr/pay.md, restricted
+    assert kb.mentions("salary", HR)
+    assert not kb.mentions("100%_match", HR)  # LIKE wildcards are taken literally

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 # The best unit must cover this share of the question's (rarity-weighted) words for
 # the question to count as answered by the knowledge base.
-ANSWERABLE_COVERAGE = 0.35
+ANSWERABLE_COVERAGE = 0.3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
