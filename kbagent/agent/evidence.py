@@ -164,6 +164,8 @@ ANSWER_TYPES: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     (re.compile(r"\bhow long\b", re.I),
      re.compile(r"\d+\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|ms|s|h)\b",
                 re.I)),
+    (re.compile(r"\bhow long did\b", re.I), re.compile(r"\b(?:duration|lasted|lasting)\b",
+                                                         re.I)),
     (re.compile(r"\bwhen\b|\bwhat (?:date|day|year)\b", re.I),
      re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|"
                 r"November|December|Q[1-4]|20\d\d-\d\d-\d\d|(?:19|20)\d\d)\b")),
