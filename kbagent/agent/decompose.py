@@ -193,12 +193,29 @@ def _with_synonyms(tokens: set[str]) -> set[str]:
     return out
 
 
-def find_operand(op: Operand, units: list[Unit]) -> Value | None:
+_MONTH_BEFORE = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s*$")
+
+
+def _kind(text: str) -> str:
+    """What a written value measures: money, a percentage, or a plain number."""
+    if re.search(r"[$€£]", text):
+        return "money"
+    return "percent" if "%" in text else "number"
+
+
+def _is_date_part(text: str, start: int, end: int) -> bool:
+    """Is the number at ``text[start:end]`` a day of a date ("Dec 31", "31, 2026")?"""
+    return bool(_MONTH_BEFORE.search(text[:start]) or re.match(r",\s*(?:19|20)\d\d\b",
+                                                                 text[end:]))
+
+
+def find_operand(op: Operand, units: list[Unit], like: str = "") -> Value | None:
     """The value of ``op`` in ``units`` (best first), from, in order of trust: a table
     cell or ``label: value`` whose label names the item (a period column) in a row
     about the metric; a row naming the item whose cell is labelled by the metric (a
-    price column in the item's row); the first number after the metric's words in
-    prose that names the item (or whose file does)."""
+    price column in the item's row); the first number after the metric's words (not a
+    day of a date) in prose that names the item (or whose file does). A value of
+    another kind than ``like`` (money, percent, plain) ranks lower."""
     item_t, metric_t = _tokens(op.item), _with_synonyms(_tokens(op.metric))
     core = {t for t in item_t if not re.fullmatch(r"(19|20)\d\d", t)} or item_t
     need = max(1, min(len(_tokens(op.metric)), 2)) * 0.5
@@ -206,6 +223,8 @@ def find_operand(op: Operand, units: list[Unit]) -> Value | None:
 
     def offer(score: float, number: float | None, text: str, u: Unit) -> None:
         nonlocal best
+        if like and _kind(text) != _kind(like):
+            score -= 1.5  # an operand measured like the other operand is the likelier one
         if number is not None and (best is None or score > best[0]):
             best = (score, Value(number, text.strip(), u))
 
@@ -237,6 +256,8 @@ def find_operand(op: Operand, units: list[Unit]) -> Value | None:
             positions = [low.find(w.lower()) for w in op.metric.split() if w.lower() in low]
             if positions:
                 n = _NUMBER_AFTER.search(u.text, min(positions))
+                while n is not None and _is_date_part(u.text, n.start(), n.end()):
+                    n = _NUMBER_AFTER.search(u.text, n.end())
                 if n is not None and n.start() - min(positions) < 60:
                     in_text = item_t <= _tokens(u.text)
                     offer(1 + about * 0.5 + (0.5 if in_text else 0) - rank * 0.01,

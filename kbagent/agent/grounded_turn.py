@@ -198,7 +198,8 @@ def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
         step += 1
         cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
                                                            if c.n not in found]
-        value = find_operand(op, [u for c in cites for u in units_of(c)])
+        value = find_operand(op, [u for c in cites for u in units_of(c)],
+                             like=values[0].text if values else "")
         if value is None:
             return False
         values.append(value)
@@ -231,10 +232,11 @@ def _result_text(plan: CalcPlan, values: list[Value], result: str) -> str:
         number = float(result.replace(",", ""))
     except ValueError:
         return result
+    one = f"{abs(number) if plan.op == 'pp_change' else number:.1f}".rstrip("0").rstrip(".")
     if plan.op == "pct_change":
-        return f"{number:.1f}%"
+        return f"{one}%"
     if plan.op == "pp_change":
-        return f"{abs(number):.1f} percentage points"
+        return f"{one} percentage points"
     text = format_number(round(number, 2))
     first = values[0].text
     prefix = first[0] if first[:1] in "$€£" else ""
