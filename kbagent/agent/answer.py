@@ -168,6 +168,7 @@ class AnswerProcessor:
     grounding: Grounding | None = None
     harness_text: bool = False  # what is fed now is the harness's notice, not the model's
     seen: int = 0  # sentences processed, kept or not
+    repeat_seen: bool = False  # a repeated sentence was dropped (see drop_repeat)
 
     def feed(self, delta: str) -> list[ProcessedSentence]:
         self._buffer += delta
@@ -217,17 +218,17 @@ class AnswerProcessor:
         self._buffer = buf[: second].rstrip()
         return True
 
+    def _repeats(self, text: str) -> bool:
+        norm = " ".join(_MARKER.sub("", text).lower().split())
+        return bool(norm) and any(
+            norm == " ".join(_MARKER.sub("", s.text).lower().split()) for s in self.sentences)
+
     def drop_repeat(self) -> bool:
-        """If the newest finished sentence repeats an earlier one (citation markers,
-        case and spacing aside), drop it and return True."""
-        if len(self.sentences) < 2:
-            return False
-        norm = " ".join(_MARKER.sub("", self.sentences[-1].text).lower().split())
-        if norm and any(norm == " ".join(_MARKER.sub("", s.text).lower().split())
-                        for s in self.sentences[:-1]):
-            self.sentences.pop()
-            return True
-        return False
+        """Was a sentence dropped since the last call because it repeated an earlier
+        one (citation markers, case and spacing aside)? A model that repeats itself is
+        looping: the caller stops it."""
+        seen, self.repeat_seen = self.repeat_seen, False
+        return seen
 
     def drop_unfinished(self) -> str:
         """Drop an unfinished trailing sentence (generation hit its token limit
@@ -279,6 +280,9 @@ class AnswerProcessor:
             sent.support = self._support(plain, sent.cited)
             if sent.support is not None:
                 sent.supported = sent.support >= self.threshold
+        if self._repeats(sent.text):
+            self.repeat_seen = True
+            return None  # never the same sentence twice in one answer
         if self.harness_text:
             sent.role = "notice"  # the harness's own words: nothing to check or repair
         elif self.grounding is not None and plain:

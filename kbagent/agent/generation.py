@@ -49,10 +49,9 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
                 yield ThoughtDelta(step, thought)
             if answer:
                 for sent in s.processor.feed(answer):
-                    if s.processor.drop_repeat():
-                        aborted = "repetition"
-                        break
                     yield AnswerDelta(sent.text, sent.supported)
+                if s.processor.drop_repeat():
+                    aborted = "repetition"
                 if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
                     aborted = "repetition"
                     break

@@ -133,7 +133,9 @@ class Grounding:
                 return sent  # "Yes." or a short connective: nothing to check
             missing = facts or ["no source carries this sentence"]
         else:
-            missing = missing_facts(plain, self._cited_text(sent.cited), self.extra_numbers)
+            missing = missing_facts(plain, self.cited_text(sent.cited), self.extra_numbers)
+            if not missing:
+                missing = self._numbers_out_of_context(plain, words, sent.cited)
             if not missing and sent.supported is not False:
                 return sent
             if not missing:
@@ -143,7 +145,30 @@ class Grounding:
             return recited
         return self._repair(sent, plain, words, missing, proc)
 
-    def _cited_text(self, numbers: list[int]) -> str:
+    def _numbers_out_of_context(self, plain: str, words: set[str], cited: list[int]
+                                ) -> list[str]:
+        """Numbers the cited chunks hold, but only in sentences that share no word with
+        this one (a small model copies a figure from the wrong row: "The hit rate was
+        24.0%" where 24 is a count of hours elsewhere in the chunk)."""
+        nums = [f for f in facts_of(plain) if any(ch.isdigit() for ch in f)]
+        if not nums:
+            return []
+        words = {w for w in words if not w[:1].isdigit()}
+        units = [u for n in cited if (c := self.ledger.get(n)) for u in units_of(c)]
+        out = []
+        for f in nums:
+            ok = False
+            for u in units:
+                if missing_facts(f, u.text, self.extra_numbers):
+                    continue
+                if not words or words & content_tokens(f"{u.text} {u.context}"):
+                    ok = True
+                    break
+            if not ok:
+                out.append(f)
+        return out
+
+    def cited_text(self, numbers: list[int]) -> str:
         """What a sentence citing ``numbers`` may draw on: the chunks, their paths and
         headings (a report's quarter is often only in its file name)."""
         cites = [c for n in numbers if (c := self.ledger.get(n))]
@@ -158,7 +183,7 @@ class Grounding:
         for c in self.ledger:
             if c.n in sent.cited:
                 continue
-            if missing_facts(plain, self._cited_text([c.n]), self.extra_numbers):
+            if missing_facts(plain, self.cited_text([c.n]), self.extra_numbers):
                 continue
             support = proc._support(plain, [c.n])
             if support is None or support < proc.threshold:

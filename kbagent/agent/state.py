@@ -133,9 +133,10 @@ def _numbers_missing(s: RunState, sent: Any) -> list[str]:
     results) do not contain: what a grounded answer must never show."""
     if not sent.cited or sent.role == "notice":
         return []
-    text = " ".join(c.text for n in sent.cited if (c := s.ledger.get(n)))
-    extra = s.processor.grounding.extra_numbers if s.processor.grounding else set()
-    missing = missing_facts(sent.text, text, extra)
+    g = s.processor.grounding
+    text = (g.cited_text(sent.cited) if g else
+            " ".join(f"{c.text} {c.path}" for n in sent.cited if (c := s.ledger.get(n))))
+    missing = missing_facts(sent.text, text, g.extra_numbers if g else set())
     return [f for f in missing if any(ch.isdigit() for ch in f)]
 
 
