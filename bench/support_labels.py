@@ -71,6 +71,7 @@ class Labelled:
     cited_texts: list[str]  # each cited chunk's raw text (line breaks and markup kept)
     supported: bool
     why: str
+    cite: str = ""  # model | auto | next_line | nearest | alternate (see candidates())
 
 
 def load_labels(path: Path = LABELS) -> list[Labelled]:
@@ -82,12 +83,13 @@ def load_labels(path: Path = LABELS) -> list[Labelled]:
         row = json.loads(line)
         texts = [chunk_raw(c["path"], c["start_line"], c["end_line"]) for c in row["cited"]]
         out.append(Labelled(row["id"], row["question_id"], row["sentence"], texts,
-                            row["label"] == "supported", row.get("why", "")))
+                            row["label"] == "supported", row.get("why", ""),
+                            row.get("cite", "")))
     return out
 
 
 # ------------------------------------------------------------------ collect
-def collect(modes: list[str], limit: int, ids: set[str]) -> None:
+def collect(modes: list[str], limit: int, ids: list[str], home: Path | None = None) -> None:
     """Run the model; append each run (answer, sentences, every chunk the tools showed
     it) to RUNS, then rebuild the candidates from all runs."""
     from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
@@ -97,21 +99,25 @@ def collect(modes: list[str], limit: int, ids: set[str]) -> None:
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.settings import Settings
 
-    home = Path(tempfile.mkdtemp(prefix="kbagent-support-"))
+    home = home or Path(tempfile.mkdtemp(prefix="kbagent-support-"))  # reused: incremental
     settings = Settings.load(home=home)
     Ingestor(settings, "sample", embedder=load_embedder()).run(SAMPLE_KB)
     kb = KnowledgeBase(settings, "sample")
     llm = LlamaCppLLM(bundled_model_path(), n_ctx=8192)
     questions = [json.loads(line) for line in
                  (ROOT / "tests/data/sample_questions.jsonl").read_text().splitlines()]
-    questions = [q for q in questions if not ids or q["id"] in ids]
+    if ids:  # in the order given
+        by_id = {q["id"]: q for q in questions}
+        questions = [by_id[i] for i in ids if i in by_id]
     questions = questions[:limit] if limit else questions
     RUNS.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     for mode in modes:  # a whole mode first: rag (one LLM call) gives sentences soonest
         for q in questions:
             llm.reset_cache()
-            agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full", grounded=False))
+            # no wall-clock limit: a paused process would cut the answer short
+            agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full", grounded=False,
+                                                 time_limit=3600.0))
             result = run_to_result(agent, q["question"])
             chunks = [{k: c[k] for k in ("n", "path", "start_line", "end_line")}
                       for d in result.all_references for c in d["chunks"]]
@@ -130,10 +136,14 @@ def candidates() -> None:
     (or the harness's auto-cite) = ``model``; a marker-only line right after it (the
     model's "The source is: [1]") = ``next_line``; otherwise the chunk of the run that
     shares most of its words, as the grounding check of an uncited sentence tries it =
-    ``nearest`` (only when that chunk shares at least a third of them)."""
+    ``nearest`` (only when that chunk shares at least a third of them). Each sentence is
+    also paired with the closest chunk of the run it does not cite (``alternate``, id
+    suffix ``-alt``; same third), as the grounding check of a sentence looks for a
+    source that carries it: more labelled pairs from the same slow runs."""
     from kbagent.agent.citations import content_tokens
 
     count = 0
+    seen: set[str] = set()
     with CANDIDATES.open("w", encoding="utf-8") as out:
         for line in RUNS.read_text(encoding="utf-8").splitlines():
             run = json.loads(line)
@@ -153,23 +163,32 @@ def candidates() -> None:
                              not content_tokens(_MARKER.sub("", x["text"]))]
                     if after:
                         cited, how = [n for n in after[0]["cited"] if n in chunks], "next_line"
-                if not cited and texts:
-                    share = {n: len(words & content_tokens(t)) / len(words)
-                             for n, t in texts.items()}
-                    n = max(share, key=lambda k: (share[k], -k))
-                    if share[n] >= 1 / 3:
-                        cited, how = [n], "nearest"
+                share = {n: len(words & content_tokens(t)) / len(words)
+                         for n, t in texts.items()}
+                nearest = sorted((n for n in share if share[n] >= 1 / 3),
+                                 key=lambda k: (-share[k], k))
+                if not cited and nearest:
+                    cited, how = [nearest.pop(0)], "nearest"
                 if not cited:
                     continue
-                refs = [{"path": chunks[n]["path"], "start_line": chunks[n]["start_line"],
-                         "end_line": chunks[n]["end_line"]} for n in cited]
-                row = {"id": f"{run['question_id']}-{run['mode']}-{i}",
-                       "question_id": run["question_id"], "question": run["question"],
-                       "mode": run["mode"], "cite": how, "sentence": plain,
-                       "text": s["text"], "cited": refs,
-                       "cited_texts": [texts[n] for n in cited]}
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
+                pairs = [("", cited, how)]
+                other = [n for n in nearest if n not in cited]
+                if other:  # the same sentence against the closest chunk it does not cite
+                    pairs.append(("-alt", other[:1], "alternate"))
+                for suffix, ns, kind in pairs:
+                    refs = [{"path": chunks[n]["path"], "start_line": chunks[n]["start_line"],
+                             "end_line": chunks[n]["end_line"]} for n in ns]
+                    key = json.dumps([plain, refs])
+                    if key in seen:  # the same sentence and chunks from another run
+                        continue
+                    seen.add(key)
+                    row = {"id": f"{run['question_id']}-{run['mode']}-{i}{suffix}",
+                           "question_id": run["question_id"], "question": run["question"],
+                           "mode": run["mode"], "cite": kind, "sentence": plain,
+                           "text": s["text"], "cited": refs,
+                           "cited_texts": [texts[n] for n in ns]}
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    count += 1
     print(f"wrote {count} sentences to {CANDIDATES}")
 
 
@@ -186,7 +205,8 @@ def build(verdicts: Path) -> None:
         if label not in ("supported", "not"):
             raise SystemExit(f"bad label {label!r} for {rid}")
         r = rows[rid]
-        out.append({"id": rid, "question_id": r["question_id"], "mode": r["mode"],
+        out.append({"id": rid, "question_id": r["question_id"], "question": r["question"],
+                    "mode": r["mode"],
                     "cite": r["cite"], "sentence": r["sentence"], "cited": r["cited"],
                     "label": label, "why": why})
     LABELS.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in out),
@@ -212,6 +232,7 @@ def main() -> None:
     c.add_argument("--modes", default="rag,agent")
     c.add_argument("--limit", type=int, default=0)
     c.add_argument("--ids", default="", help="only these question ids (q01,q02,...)")
+    c.add_argument("--home", type=Path, default=None, help="reuse this data home")
     sub.add_parser("candidates")
     b = sub.add_parser("build")
     b.add_argument("verdicts", type=Path)
@@ -221,7 +242,8 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.cmd == "collect":
-        collect(args.modes.split(","), args.limit, set(filter(None, args.ids.split(","))))
+        collect(args.modes.split(","), args.limit, [i for i in args.ids.split(",") if i],
+                args.home)
     elif args.cmd == "build":
         build(args.verdicts)
     elif args.cmd == "candidates":
