@@ -87,7 +87,7 @@ def test_repeated_sentences_never_reach_the_answer(kb):
                        [sentence * 4])
     texts = [s["text"] for s in result.sentences]
     assert len(texts) == len(set(texts))
-    assert sum("is 1 hour [1]" in t for t in texts) == 1
+    assert sum(bool(re.search(r"is 1 hour \[\d+\]", t)) for t in texts) == 1
 
 
 def test_a_comparison_is_answered_part_by_part_from_a_search_per_part(kb):

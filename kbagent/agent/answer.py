@@ -3,7 +3,7 @@
 the ledger does not know are dropped, a sentence the model left uncited gets a
 marker placed at its end when it matches a chunk (longest common substring above
 a minimum length, or strong word overlap for paraphrases), and every cited
-sentence gets a lexical support score against its chunks."""
+sentence gets a support verdict against its chunks (:mod:`kbagent.agent.support`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from kbagent.agent.citations import (
     CJK,
     MIN_LCS,
     PARAPHRASE_OVERLAP,
-    SUPPORT_THRESHOLD,
     CitationLedger,
     clean_text,
     content_tokens,
     weighted_len,
 )
+from kbagent.agent.support import support
 
 if TYPE_CHECKING:
     from kbagent.agent.grounding import Grounding
@@ -35,6 +35,7 @@ _VARIANT = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(r"\[(\d+)\]")
+_QUOTED = re.compile(r"\u201c(.+)\u201d")
 _ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
 _RESTART = re.compile(
     r"(?:^|\n)[ \t]*(?:the\s+)?final\s+answer(?:\s+is)?\s*:[ \t]*|(?:^|\n)[ \t]*"
@@ -155,7 +156,6 @@ class AnswerProcessor:
     """Streaming post-processor: feed raw answer text, get finished sentences."""
 
     ledger: CitationLedger
-    threshold: float = SUPPORT_THRESHOLD
     auto_cite: bool = True
     _buffer: str = ""
     used_auto: set[int] = field(default_factory=set)
@@ -181,9 +181,10 @@ class AnswerProcessor:
         sent = ProcessedSentence(text, list(cited or cited_numbers(text)), role=role)
         if sent.cited and role != "notice":
             plain = _MARKER.sub("", text).strip()
-            sent.support = self._support(plain, sent.cited)
-            if sent.support is not None:
-                sent.supported = sent.support >= self.threshold
+            quoted = _QUOTED.search(plain)  # 'doc.md says: "…"': the quote is the claim
+            checked = self._support(quoted.group(1) if quoted else plain, sent.cited)
+            if checked is not None:
+                sent.support, sent.supported = checked
         self.sentences.append(sent)
         return sent
 
@@ -277,32 +278,30 @@ class AnswerProcessor:
                 sent.text = _insert_marker(text, f"[{n}]")
                 sent.cited, sent.auto = [n], True
         if sent.cited:
-            sent.support = self._support(plain, sent.cited)
-            if sent.support is not None:
-                sent.supported = sent.support >= self.threshold
+            checked = self._support(plain, sent.cited)
+            if checked is not None:
+                sent.support, sent.supported = checked
         if self._repeats(sent.text):
             self.repeat_seen = True
             return None  # never the same sentence twice in one answer
         if self.harness_text:
             sent.role = "notice"  # the harness's own words: nothing to check or repair
         elif self.grounding is not None and plain:
-            checked = self.grounding.check(sent, plain, self)
-            if checked is None:
+            kept = self.grounding.check(sent, plain, self)
+            if kept is None:
                 return None
-            sent = checked
+            sent = kept
         self.sentences.append(sent)
         return sent
 
-    def _support(self, plain: str, numbers: list[int]) -> float | None:
-        words = content_tokens(plain)
-        if not words:
+    def _support(self, plain: str, numbers: list[int]) -> tuple[float, bool] | None:
+        """(score, supported) of a sentence against the chunks it cites
+        (:func:`kbagent.agent.support.support`: its best single sentence or table row,
+        and its numbers); None when the sentence has no content words."""
+        if not content_tokens(plain):
             return None
-        evidence: set[str] = set()
-        for n in numbers:
-            c = self.ledger.get(n)
-            if c is not None:
-                evidence |= content_tokens(c.text)
-        return len(words & evidence) / len(words)
+        texts = [c.raw or c.text for n in numbers if (c := self.ledger.get(n))]
+        return support(plain, texts)
 
     def _best_match(self, plain: str) -> int | None:
         norm = " ".join(clean_text(plain).lower().split())

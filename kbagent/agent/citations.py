@@ -27,7 +27,6 @@ from kbagent.text import shorten
 DEFAULT_CAP = 100
 MIN_LCS = 20  # characters (CJK characters count 2.5) for a copied-sentence match
 PARAPHRASE_OVERLAP = 0.6  # share of the sentence's content words found in a chunk
-SUPPORT_THRESHOLD = 0.5
 
 # Known HTML elements only: "<tenant_id>" in a Markdown code sample is content, not a tag.
 HTML_TAGS = ("a|abbr|b|blockquote|br|code|dd|del|details|div|dl|dt|em|h[1-6]|hr|i|img|ins|kbd|"

@@ -185,8 +185,8 @@ class Grounding:
                 continue
             if missing_facts(plain, self.cited_text([c.n]), self.extra_numbers):
                 continue
-            support = proc._support(plain, [c.n])
-            if support is None or support < proc.threshold:
+            checked = proc._support(plain, [c.n])
+            if checked is None or not checked[1]:
                 continue
             from kbagent.agent.answer import _MARKER, _insert_marker
 
@@ -195,7 +195,7 @@ class Grounding:
             out = replace(sent, text=_insert_marker(_MARKER.sub("", sent.text).rstrip() +
                                                     sent.text[len(sent.text.rstrip()):],
                                                     f"[{c.n}]"),
-                          cited=[c.n], support=support, supported=True)
+                          cited=[c.n], support=checked[0], supported=True)
             return out
         return None
 
@@ -226,7 +226,8 @@ class Grounding:
         text = quote(unit, c.path if c else "")
         trail = sent.text[len(sent.text.rstrip()):] or " "
         out = ProcessedSentence(text + trail, [unit.n], role="quote")
-        out.support = proc._support(unit.text, [unit.n])
+        checked = proc._support(unit.text, [unit.n])
+        out.support = checked[0] if checked else None
         out.supported = True
         return out
 
