@@ -109,13 +109,14 @@ def variants(batch: int, wanted: list[str]) -> dict[str, Any]:
     return out
 
 
-def section_throughput(texts: list[str], embs: dict[str, Any], results: dict) -> None:
+def section_throughput(texts: list[str], embs: dict[str, Any], results: dict,
+                       group: int = B.EMBED_GROUP) -> None:
     names = list(embs)
     for e in embs.values():
         e.encode(["warm up", "the model and its tokenizer"] * 8)
     times = {n: 0.0 for n in names}
     vecs: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    groups = [texts[i : i + B.EMBED_GROUP] for i in range(0, len(texts), B.EMBED_GROUP)]
+    groups = [texts[i : i + group] for i in range(0, len(texts), group)]
     for g, group in enumerate(groups):
         order = names[g % len(names):] + names[: g % len(names)]
         for n in order:
@@ -135,7 +136,8 @@ def section_throughput(texts: list[str], embs: dict[str, Any], results: dict) ->
                   "speedup_vs_torch": round(times[base] / times[n], 3),
                   "cosine_to_torch_min": round(float(cos.min()), 6),
                   "cosine_to_torch_mean": round(float(cos.mean()), 6)}
-    results["throughput"] = {"texts": len(texts), "groups": len(groups), "variants": out}
+    results["throughput"] = {"texts": len(texts), "groups": len(groups), "group": group,
+                             "variants": out}
 
 
 def section_ndcg(data: Path, name: str, quick: bool, runtimes: dict[str, Any], work: Path,
@@ -203,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ndcg-runtimes", default="torch fp32,onnx fp32,onnx int8")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="throughput variants, comma-separated; the first is torch fp32")
+    ap.add_argument("--group", type=int, default=B.EMBED_GROUP,
+                    help="texts per encode call (ingest's group); smaller = more rotations")
     ap.add_argument("--out", type=Path, default=B.OUT_DIR / "embed_results.json")
     args = ap.parse_args(argv)
     load_start = os.getloadavg()
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             nf = B.load_nfcorpus(args.data, False)
             B.write_corpus(nf.docs, work / "nf_src")
             texts = B.index_texts_of_folder(work / "nf_src", settings)[: args.throughput_texts]
-            section_throughput(texts, {n: embs[n] for n in names}, results)
+            section_throughput(texts, {n: embs[n] for n in names}, results, args.group)
         for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
             section_ndcg(args.data, name, args.quick, {r: embs[r] for r in wanted}, work,
                          results)
