@@ -229,11 +229,12 @@ class OnnxEmbedder:
 
     def __init__(self, model_id: str, folder: Path, precision: str = "fp32",
                  batch_size: int = 32, *, threads: int = 0, sort_by_length: bool = True,
-                 fused: bool = True, graph: Path | None = None, spin: bool = True) -> None:
+                 fused: bool = False, graph: Path | None = None, spin: bool = True) -> None:
         """``threads``: onnxruntime intra-op threads for batches (0 = its default, one
         per core); ``sort_by_length``: batch texts of similar length together;
         ``fused``: run fp32 on the fused-kernel graph (:mod:`kbagent.kb.onnx_fused`,
-        the same vectors, faster); ``graph``: run this ONNX file instead of the
+        the same vectors; off by default: not measurably faster on ingest, see
+        BENCHMARKS.md); ``graph``: run this ONNX file instead of the
         export's own (benchmarks); ``spin``: onnxruntime's worker threads spin
         between kernels (its default; off yields the core to other processes)."""
         import onnxruntime as ort

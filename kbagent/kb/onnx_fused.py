@@ -6,8 +6,9 @@ optimiser (``onnxruntime.transformers.optimizer``) also fuses each layer's
 self-attention into one ``Attention`` kernel, the embeddings and their layer
 norm into ``EmbedLayerNormalization`` and every residual + layer norm into
 ``SkipLayerNormalization`` (18 MatMuls and 25 fused nodes left of ~600 nodes).
-That kernel set is what makes onnxruntime faster than torch on ingest
-(measured in BENCHMARKS.md, "Embedding runtimes side by side").
+It is an option (``OnnxEmbedder(fused=True)``), not the default: on the
+shared 2-core machine it was not measurably faster than the plain export on
+NFCorpus ingest (BENCHMARKS.md, "Embedding runtimes side by side").
 
 The fused graph is made once, beside the export and named for the onnxruntime
 version that made it (its contrib ops belong to that build), written whole or
