@@ -9,9 +9,14 @@ fp32 (sentence-transformers, the old path), ONNX fp32 and ONNX int8
 1. throughput  the first ``--throughput-texts`` NFCorpus chunk texts (ingest's order),
                in ingest's groups of 256; every group is encoded by every variant
                back to back, the order rotating from group to group, so all variants
-               see the same machine load. Variants: torch; ONNX fp32 with
-               onnxruntime's default threads, with 1 thread, without length-sorted
-               batches; ONNX int8. Cosine of each variant's vectors to torch's.
+               see the same machine load. Variants (``--variants``): torch; ONNX
+               fp32 (the default: the plain export, onnxruntime's default threads,
+               length-sorted batches of ``embed_batch``), the fused-kernel graph
+               (``kb/onnx_fused.py``), with 1 thread, without length-sorted
+               batches, threads not spinning, batches of 16 / 64; ONNX int8 (the
+               export quantized) and int8 of the fused graph (MatMul + Attention,
+               made here, bench only).
+               Cosine of each variant's vectors to torch's.
 2. ndcg        each data set's chunk texts embedded whole by each runtime (timed: a
                second throughput figure), a KB built from those vectors through the
                real Ingestor, then the BEIR nDCG@10 of ``bench_kb.evaluate_ndcg``.
@@ -40,32 +45,78 @@ import bench_kb as B  # noqa: E402
 
 from kbagent.kb.embedder import BUNDLED_MODEL_ID, bundled_model_dir, load_embedder  # noqa: E402
 from kbagent.kb.onnx_embedder import OnnxEmbedder, ensure_export  # noqa: E402
+from kbagent.kb.onnx_fused import fused_path  # noqa: E402
 
 INT8_MAX_NDCG_DROP = 0.005  # int8 may be the default only within this of fp32, both sets
 
 
-def variants(batch: int) -> dict[str, Any]:
-    """name -> embedder; the first is the baseline (today's torch path)."""
+def int8_of_fused(folder: Path) -> Path:
+    """int8 (the avx2 dynamic settings, plus the fused Attention's weights) of the
+    fused fp32 graph, made once beside it. A measured option, not a runtime."""
+    import onnxruntime as ort
+
+    fused = fused_path(folder / "onnx" / "model.onnx", ort.__version__)
+    out = fused.with_name(fused.name.replace("model.", "model_qint8_", 1))
+    if not out.is_file():
+        import logging
+
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        logging.disable(logging.WARNING)
+        tmp = out.with_suffix(".tmp")
+        quantize_dynamic(fused, tmp, per_channel=True, reduce_range=True,
+                         weight_type=QuantType.QUInt8, op_types_to_quantize=["MatMul", "Attention"],
+                         extra_options={"WeightSymmetric": True, "ActivationSymmetric": False,
+                                        "DefaultTensorType": 1})  # FLOAT: contrib-op outputs
+        logging.disable(logging.NOTSET)
+        os.replace(tmp, out)
+    return out
+
+
+VARIANTS = ("torch fp32", "onnx fp32", "onnx fp32 fused", "onnx fp32 1 thread",
+            "onnx fp32 unsorted", "onnx fp32 no spin", "onnx fp32 batch 16",
+            "onnx fp32 batch 64", "onnx int8", "onnx int8 fused")
+
+
+def variants(batch: int, wanted: list[str]) -> dict[str, Any]:
+    """name -> embedder for the ``wanted`` names; the first is the baseline (torch)."""
     model_dir = bundled_model_dir()
     fp32 = ensure_export(BUNDLED_MODEL_ID, model_dir, "fp32")
-    int8 = ensure_export(BUNDLED_MODEL_ID, model_dir, "int8")
-    return {
-        "torch fp32": load_embedder("bundled", batch, runtime="torch"),
-        "onnx fp32": OnnxEmbedder(BUNDLED_MODEL_ID, fp32, "fp32", batch),
-        "onnx fp32 1 thread": OnnxEmbedder(BUNDLED_MODEL_ID, fp32, "fp32", batch, threads=1),
-        "onnx fp32 unsorted": OnnxEmbedder(BUNDLED_MODEL_ID, fp32, "fp32", batch,
-                                           sort_by_length=False),
-        "onnx int8": OnnxEmbedder(BUNDLED_MODEL_ID, int8, "int8", batch),
+    m = BUNDLED_MODEL_ID
+    make = {
+        "torch fp32": lambda: load_embedder("bundled", batch, runtime="torch"),
+        "onnx fp32": lambda: OnnxEmbedder(m, fp32, "fp32", batch),
+        "onnx fp32 fused": lambda: OnnxEmbedder(m, fp32, "fp32", batch, fused=True),
+        "onnx fp32 1 thread": lambda: OnnxEmbedder(m, fp32, "fp32", batch, threads=1),
+        "onnx fp32 unsorted": lambda: OnnxEmbedder(m, fp32, "fp32", batch,
+                                                   sort_by_length=False),
+        "onnx fp32 no spin": lambda: OnnxEmbedder(m, fp32, "fp32", batch, spin=False),
+        "onnx fp32 batch 16": lambda: OnnxEmbedder(m, fp32, "fp32", 16),
+        "onnx fp32 batch 64": lambda: OnnxEmbedder(m, fp32, "fp32", 64),
+        "onnx int8": lambda: OnnxEmbedder(
+            m, ensure_export(m, model_dir, "int8"), "int8", batch),
+        "onnx int8 fused": lambda: OnnxEmbedder(m, fp32, "int8", batch,
+                                                graph=int8_of_fused(fp32)),
     }
+    unknown = [w for w in wanted if w not in make]
+    if unknown or not wanted or wanted[0] != "torch fp32":
+        raise SystemExit(f"--variants: the first must be 'torch fp32'; unknown: {unknown}; "
+                         f"known: {', '.join(VARIANTS)}")
+    out = {w: make[w]() for w in wanted}
+    for w, e in out.items():
+        if w == "onnx fp32 fused" and e.graph_kind != "fused":
+            B.log("note: the fused graph could not be made; 'onnx fp32 fused' runs the plain one")
+    return out
 
 
-def section_throughput(texts: list[str], embs: dict[str, Any], results: dict) -> None:
+def section_throughput(texts: list[str], embs: dict[str, Any], results: dict,
+                       group: int = B.EMBED_GROUP) -> None:
     names = list(embs)
     for e in embs.values():
         e.encode(["warm up", "the model and its tokenizer"] * 8)
     times = {n: 0.0 for n in names}
     vecs: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    groups = [texts[i : i + B.EMBED_GROUP] for i in range(0, len(texts), B.EMBED_GROUP)]
+    groups = [texts[i : i + group] for i in range(0, len(texts), group)]
     for g, group in enumerate(groups):
         order = names[g % len(names):] + names[: g % len(names)]
         for n in order:
@@ -85,7 +136,8 @@ def section_throughput(texts: list[str], embs: dict[str, Any], results: dict) ->
                   "speedup_vs_torch": round(times[base] / times[n], 3),
                   "cosine_to_torch_min": round(float(cos.min()), 6),
                   "cosine_to_torch_mean": round(float(cos.mean()), 6)}
-    results["throughput"] = {"texts": len(texts), "groups": len(groups), "variants": out}
+    results["throughput"] = {"texts": len(texts), "groups": len(groups), "group": group,
+                             "variants": out}
 
 
 def section_ndcg(data: Path, name: str, quick: bool, runtimes: dict[str, Any], work: Path,
@@ -125,17 +177,22 @@ def section_ndcg(data: Path, name: str, quick: bool, runtimes: dict[str, Any], w
 
 
 def verdict(results: dict) -> dict:
-    """int8 as default only if nDCG@10 stays within INT8_MAX_NDCG_DROP of fp32 on
-    every measured set and mode."""
-    drops = {}
-    for name, r in results.get("ndcg", {}).items():
-        rt = r["runtimes"]
-        if "onnx fp32" in rt and "onnx int8" in rt:
-            for m in B.MODES:
-                drops[f"{name} {m}"] = round(rt["onnx fp32"][f"ndcg@10 {m}"]
-                                             - rt["onnx int8"][f"ndcg@10 {m}"], 4)
-    ok = bool(drops) and all(d <= INT8_MAX_NDCG_DROP for d in drops.values())
-    return {"int8_ndcg_drop_vs_fp32": drops, "int8_within_limit": ok}
+    """Each int8 variant as default only if nDCG@10 stays within INT8_MAX_NDCG_DROP of
+    fp32 on every measured set and mode."""
+    out: dict[str, Any] = {}
+    for q in ("onnx int8", "onnx int8 fused"):
+        drops = {}
+        for name, r in results.get("ndcg", {}).items():
+            rt = r["runtimes"]
+            if "onnx fp32" in rt and q in rt:
+                for m in B.MODES:
+                    drops[f"{name} {m}"] = round(rt["onnx fp32"][f"ndcg@10 {m}"]
+                                                 - rt[q][f"ndcg@10 {m}"], 4)
+        if drops:
+            key = q.replace("onnx ", "").replace(" ", "_")
+            out[f"{key}_ndcg_drop_vs_fp32"] = drops
+            out[f"{key}_within_limit"] = all(d <= INT8_MAX_NDCG_DROP for d in drops.values())
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--throughput-texts", type=int, default=1024)
     ap.add_argument("--sets", default="nfcorpus,scifact", help="data sets for nDCG ('' = none)")
     ap.add_argument("--ndcg-runtimes", default="torch fp32,onnx fp32,onnx int8")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="throughput variants, comma-separated; the first is torch fp32")
+    ap.add_argument("--group", type=int, default=B.EMBED_GROUP,
+                    help="texts per encode call (ingest's group); smaller = more rotations")
     ap.add_argument("--out", type=Path, default=B.OUT_DIR / "embed_results.json")
     args = ap.parse_args(argv)
     load_start = os.getloadavg()
@@ -156,15 +217,16 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "git_commit": B.git_commit(),
         "cpus": os.cpu_count(), "embed_group": B.EMBED_GROUP}
     settings = B.Settings.load(home=Path(tempfile.mkdtemp(prefix="kbembed-")))
-    embs = variants(settings.embed_batch)
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    wanted = [r.strip() for r in args.ndcg_runtimes.split(",") if r.strip()]
+    embs = variants(settings.embed_batch, names + [r for r in wanted if r not in names])
     with tempfile.TemporaryDirectory(prefix="kbembed-", dir="/tmp") as tmp:
         work = Path(tmp)
         if args.throughput_texts:
             nf = B.load_nfcorpus(args.data, False)
             B.write_corpus(nf.docs, work / "nf_src")
             texts = B.index_texts_of_folder(work / "nf_src", settings)[: args.throughput_texts]
-            section_throughput(texts, embs, results)
-        wanted = [r.strip() for r in args.ndcg_runtimes.split(",") if r.strip()]
+            section_throughput(texts, {n: embs[n] for n in names}, results, args.group)
         for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
             section_ndcg(args.data, name, args.quick, {r: embs[r] for r in wanted}, work,
                          results)

@@ -39,6 +39,7 @@ def test_onnx_vectors_match_torch_vectors():
     onnx = load_embedder("bundled", runtime="onnx")
     torch_emb = load_embedder("bundled", runtime="torch")
     assert (onnx.runtime, torch_emb.runtime) == ("onnx", "torch")
+    assert onnx.graph_kind == "plain"  # the default: the export itself (fused is opt-in)
     a, b = onnx.encode(TEXTS), torch_emb.encode(TEXTS)
     assert a.shape == b.shape == (len(TEXTS), 384)
     assert _cosines(a, b).min() >= 0.9999
@@ -170,8 +171,8 @@ def test_the_saved_optimised_graph_gives_the_same_vectors(tmp_path: Path):
     source = load_embedder("bundled", runtime="onnx")
     folder = tmp_path / "export"
     shutil.copytree(source.folder, folder,
-                    ignore=shutil.ignore_patterns("*.opt.onnx", "*.tmp"))
-    first = OnnxEmbedder(source.model_id, folder)
+                    ignore=shutil.ignore_patterns("*.opt.onnx", "*.tmp", "*.fused-ort-*"))
+    first = OnnxEmbedder(source.model_id, folder)  # the plain export (the default)
     saved = list((folder / "onnx").glob("model.ort-*.opt.onnx"))
     assert len(saved) == 1
     again = OnnxEmbedder(source.model_id, folder)  # from the saved graph
@@ -182,3 +183,54 @@ def test_the_saved_optimised_graph_gives_the_same_vectors(tmp_path: Path):
     damaged = OnnxEmbedder(source.model_id, folder)
     assert _cosines(damaged.encode(TEXTS), a).min() >= 0.99999
     assert saved[0].stat().st_size > 1000  # made again
+
+
+def _copy_export(tmp_path: Path):
+    """The bundled model's export copied without any graph made from it."""
+    import shutil
+
+    import onnxruntime
+
+    from kbagent.kb.onnx_fused import fused_path
+
+    source = load_embedder("bundled", runtime="onnx")
+    folder = tmp_path / "export"
+    shutil.copytree(source.folder, folder,
+                    ignore=shutil.ignore_patterns("*.opt.onnx", "*.tmp", "*.fused-ort-*"))
+    return source, folder, fused_path(folder / "onnx" / "model.onnx", onnxruntime.__version__)
+
+
+def test_the_fused_graph_is_made_once_and_remade_when_damaged(tmp_path: Path):
+    from kbagent.kb.onnx_embedder import OnnxEmbedder
+
+    source, folder, fused = _copy_export(tmp_path)
+    first = OnnxEmbedder(source.model_id, folder, fused=True)
+    assert first.graph_kind == "fused" and fused.is_file()
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(fused)).graph.node}
+    assert {"Attention", "SkipLayerNormalization", "EmbedLayerNormalization"} <= ops
+    optimised = fused.with_suffix(".opt.onnx")
+    assert optimised.is_file()  # its session-optimised form is saved too
+    reference = load_embedder("bundled", runtime="torch").encode(TEXTS)
+    assert _cosines(first.encode(TEXTS), reference).min() >= 0.9999
+    made = fused.stat().st_mtime_ns
+    assert OnnxEmbedder(source.model_id, folder, fused=True).graph_kind == "fused"
+    assert fused.stat().st_mtime_ns == made  # read, not made again
+    for f in (fused, optimised):
+        f.write_bytes(b"not a graph")
+    again = OnnxEmbedder(source.model_id, folder, fused=True)  # no error: made again
+    assert again.graph_kind == "fused"
+    assert fused.stat().st_size > 1000 and optimised.stat().st_size > 1000
+    assert _cosines(again.encode(TEXTS), reference).min() >= 0.9999
+
+
+def test_without_a_fused_graph_the_plain_export_runs_silently(tmp_path: Path, capfd):
+    from kbagent.kb.onnx_embedder import OnnxEmbedder
+
+    source, folder, fused = _copy_export(tmp_path)
+    fused.mkdir()  # the fused graph cannot be written where it belongs
+    emb = OnnxEmbedder(source.model_id, folder, fused=True)
+    assert emb.graph_kind == "plain"
+    assert _cosines(emb.encode(TEXTS), source.encode(TEXTS)).min() >= 0.99999
+    assert capfd.readouterr().err == ""

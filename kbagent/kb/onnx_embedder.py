@@ -57,6 +57,9 @@ SINGLE_THREAD_MAX_TEXTS = 8
 # sentence-transformers module classes this runner reproduces (by class name: the
 # module paths moved between sentence-transformers versions)
 SUPPORTED_MODULES = {"Transformer", "Pooling", "Normalize"}
+# part of the export folder's name: exports made before version 2 used PyTorch's SDPA
+# attention, whose exported pattern onnxruntime's optimiser cannot fuse (eager can)
+EXPORT_VERSION = 2
 
 
 def cache_root() -> Path:
@@ -85,7 +88,7 @@ def model_fingerprint(model_dir: Path) -> str:
 
 def export_dir(model_id: str, model_dir: Path) -> Path:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id).strip("_")[-60:]
-    return cache_root() / "onnx" / f"{slug}-{model_fingerprint(model_dir)}"
+    return cache_root() / "onnx" / f"{slug}-{model_fingerprint(model_dir)}-e{EXPORT_VERSION}"
 
 
 @contextlib.contextmanager
@@ -187,6 +190,10 @@ def _export_fp32(model_dir: Path, tmp: Path) -> None:
         for weights in ("model.safetensors", "pytorch_model.bin"):
             (tmp / weights).unlink(missing_ok=True)  # the ONNX file holds them
         hf = transformer.auto_model.eval()
+        # eager attention exports as plain MatMul/Softmax, which onnxruntime fuses into
+        # its Attention kernel (kbagent/kb/onnx_fused.py); same vectors as SDPA
+        with contextlib.suppress(Exception):  # older transformers: keep its default
+            hf.set_attn_implementation("eager")
         tok = st.tokenizer(["an example text", "and another, longer example text"],
                            padding=True, return_tensors="pt")
         names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tok]
@@ -221,9 +228,15 @@ class OnnxEmbedder:
     runtime = "onnx"
 
     def __init__(self, model_id: str, folder: Path, precision: str = "fp32",
-                 batch_size: int = 32, *, threads: int = 0, sort_by_length: bool = True) -> None:
+                 batch_size: int = 32, *, threads: int = 0, sort_by_length: bool = True,
+                 fused: bool = False, graph: Path | None = None, spin: bool = True) -> None:
         """``threads``: onnxruntime intra-op threads for batches (0 = its default, one
-        per core); ``sort_by_length``: batch texts of similar length together."""
+        per core); ``sort_by_length``: batch texts of similar length together;
+        ``fused``: run fp32 on the fused-kernel graph (:mod:`kbagent.kb.onnx_fused`,
+        the same vectors; off by default: not measurably faster on ingest, see
+        BENCHMARKS.md); ``graph``: run this ONNX file instead of the
+        export's own (benchmarks); ``spin``: onnxruntime's worker threads spin
+        between kernels (its default; off yields the core to other processes)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -249,7 +262,10 @@ class OnnxEmbedder:
         self._pad_id = self._tok.token_to_id(pad) if pad else 0
         self._pad_id = self._pad_id or 0
         self._ort = ort
-        self._path = str(folder / ONNX_FILES[precision])
+        self._path = str(graph or folder / ONNX_FILES[precision])
+        self.fused = fused and precision == "fp32" and graph is None
+        self.graph_kind = "plain"  # "fused" once a session runs the fused graph
+        self.spin = spin
         self._sessions: dict[int, Any] = {}  # onnxruntime.InferenceSession (untyped)
         self._lock = threading.Lock()
         self._session(1)  # load now so a broken file fails here, not mid-search
@@ -258,20 +274,50 @@ class OnnxEmbedder:
         sess = self._sessions.get(threads)
         if sess is None:
             sess = self._new_session(threads)
-            self._inputs = {i.name for i in sess.get_inputs()}
-            names = [o.name for o in sess.get_outputs()]
-            self._output = next((n for n in ("token_embeddings", "last_hidden_state")
-                                 if n in names), names[0])
             self._sessions[threads] = sess
         return sess
 
     def _new_session(self, threads: int) -> Any:
-        """An inference session. onnxruntime optimises the graph on every load (a third
-        of a cold ``kbagent search``'s model time), so the first load saves the
-        optimised graph beside the export, named for this onnxruntime version, and
-        later loads read it with optimisation off. The saved graph computes the same
-        vectors (checked by tests/test_onnx_embedder.py); an unreadable one is
-        removed and the export is loaded as usual."""
+        """An inference session on the fused graph when one can be made (and read;
+        a damaged one is made again once), else on the export itself."""
+        plain = Path(self._path)
+        if self.fused:
+            for _attempt in range(2):
+                fused = self._fused_graph()
+                if fused is None:
+                    break
+                try:
+                    sess = self._load(fused, fused.with_suffix(".opt.onnx"), threads)
+                except Exception:  # damaged: remove it (and its optimised form), remake
+                    for f in (fused, fused.with_suffix(".opt.onnx")):
+                        with contextlib.suppress(OSError):
+                            f.unlink()
+                    continue
+                self.graph_kind = "fused"
+                return sess
+        self.graph_kind = "plain"
+        return self._load(plain, plain.with_suffix(f".ort-{self._ort.__version__}.opt.onnx"),
+                          threads)
+
+    def _fused_graph(self) -> Path | None:
+        from kbagent.kb.onnx_fused import PROBE_TEXTS, ensure_fused
+
+        def probe(path: str) -> np.ndarray:
+            opts = self._ort.SessionOptions()
+            opts.intra_op_num_threads = 1
+            opts.log_severity_level = 3
+            sess = self._ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+            return self._encode_batch(self._tok.encode_batch(PROBE_TEXTS), sess)
+
+        return ensure_fused(Path(self._path), self.folder, self._ort.__version__, probe)
+
+    def _load(self, source: Path, optimised: Path, threads: int) -> Any:
+        """An inference session on ``source``. onnxruntime optimises the graph on
+        every load (a third of a cold ``kbagent search``'s model time), so the first
+        load saves the optimised graph as ``optimised`` (named for this onnxruntime
+        version), and later loads read it with optimisation off. The saved graph
+        computes the same vectors (checked by tests/test_onnx_embedder.py); an
+        unreadable one is removed and ``source`` is loaded as usual."""
         ort = self._ort
 
         def options(level: Any) -> Any:
@@ -280,11 +326,12 @@ class OnnxEmbedder:
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             opts.graph_optimization_level = level
+            if not self.spin:
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             return opts
 
         levels = ort.GraphOptimizationLevel
         cpu = ["CPUExecutionProvider"]
-        optimised = Path(self._path).with_suffix(f".ort-{ort.__version__}.opt.onnx")
         if optimised.is_file():
             try:
                 return ort.InferenceSession(str(optimised), options(levels.ORT_DISABLE_ALL),
@@ -297,7 +344,7 @@ class OnnxEmbedder:
         tmp = optimised.with_name(f"{optimised.name}.{os.getpid()}.tmp")
         opts.optimized_model_filepath = str(tmp)
         try:
-            sess = ort.InferenceSession(self._path, opts, providers=cpu)
+            sess = ort.InferenceSession(str(source), opts, providers=cpu)
         except Exception:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -332,8 +379,12 @@ class OnnxEmbedder:
             mask[row, :n] = 1
             types[row, :n] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        tokens: np.ndarray = sess.run([self._output], {k: v for k, v in feeds.items()
-                                           if k in self._inputs})[0].astype(np.float32)
+        inputs = {i.name for i in sess.get_inputs()}
+        names = [o.name for o in sess.get_outputs()]
+        output = next((n for n in ("token_embeddings", "last_hidden_state") if n in names),
+                      names[0])
+        tokens: np.ndarray = sess.run([output], {k: v for k, v in feeds.items()
+                                                 if k in inputs})[0].astype(np.float32)
         vecs: np.ndarray
         if self.pooling == "cls":
             vecs = tokens[:, 0]
