@@ -152,7 +152,10 @@ def test_agent_run_never_carries_the_plan_for_an_anonymous_caller(kb):
         assert not leaked(blob, typed), leaked(blob, typed)
         assert not leaked(result.answer, typed)
     llm = ScriptedLLM([*ATTACK, exfiltrating_answer])
-    result = run_to_result(Agent(llm, [kb], AgentConfig(mode="agent", max_steps=6),
+    # the executive may see it: with grounding off the 'model' answer shows what it was
+    # shown (grounded, its pasted jumble would be repaired into quotes)
+    result = run_to_result(Agent(llm, [kb], AgentConfig(mode="agent", max_steps=6,
+                                                        grounded=False),
                                  principal=EXEC), "What is the CEO's base salary?")
     blob = json.dumps(result.to_dict(True), ensure_ascii=False)
     assert "385,000" in result.answer and "9 months" in blob
