@@ -40,12 +40,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("questions", type=Path)
     ap.add_argument("--max-questions", type=int, default=60)
+    ap.add_argument("--skip", type=int, default=0, help="start after this many questions "
+                    "(a check on questions the heuristics were not tuned on)")
     ap.add_argument("--kb", default="eval-hotpotqa")
     ap.add_argument("--followups", type=int, default=2, help="follow-up searches at most")
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--show", action="store_true", help="print each question's queries")
     args = ap.parse_args()
-    ds = load_qa(args.questions, "hotpotqa", args.max_questions)
+    ds = load_qa(args.questions, "hotpotqa", args.skip + args.max_questions)
+    ds.items = ds.items[args.skip:]
     searcher = HybridSearcher([KnowledgeBase(Settings.load(), args.kb)])
     before = after = both_before = both_after = 0.0
     queries = 0

@@ -182,6 +182,7 @@ def test_the_question_sent_again_is_replaced_by_the_bridge_followup(hotpot_kb):
     assert first[1].content.startswith(f"Question: {KISS_Q}") and "[1]" in first[1].content
     # and had to search once more before answering: a follow-up was still unsearched
     assert "Final Answer" not in llm.calls[0]["grammar"]
+    assert "kb_search" in llm.calls[0]["grammar"] and "list_kbs" not in llm.calls[0]["grammar"]
     assert "Final Answer" in llm.calls[1]["grammar"]
     # the transcript shows the search that ran, not the repeated question
     assert KISS_Q not in llm.calls[1]["messages"][2].content
@@ -201,15 +202,26 @@ def test_a_model_query_that_adds_a_name_is_its_own(hotpot_kb):
 
 def test_the_other_half_of_a_comparison_is_searched(hotpot_kb):
     repeat = step("I will search.", OLDER_Q, top_k=1)
-    llm = ScriptedLLM([repeat, repeat, "Terry Richardson is older."])
-    events, result = run(Agent(llm, [hotpot_kb], AgentConfig(mode="agent", rag_top_k=1)),
-                         OLDER_Q)
+    llm = ScriptedLLM([repeat, "Terry Richardson is older."])
+    cfg = AgentConfig(mode="agent", rag_top_k=1, grounded=False)  # the loop, not the answer
+    events, result = run(Agent(llm, [hotpot_kb], cfg), OLDER_Q)
     queries = searched(events)
     assert queries[0] == OLDER_Q
     first = next(e for e in events if isinstance(e, Observation)).sources[0].path
     other = "Terry Richardson" if first == "Annie_Morton.md" else "Annie Morton"
     assert any(q.startswith(other) for q in queries[1:])
     assert {"Annie_Morton.md", "Terry_Richardson.md"} <= retrieved(result)
-    # nothing left to follow: the next repeat is served from the cache and ends the loop
-    cached = [e for e in events if isinstance(e, Observation) and e.cached]
-    assert len(cached) == 1 and result.stop_reason == "the model repeated the same call"
+    # nothing left to follow: the model that had to be led is not asked again
+    assert result.stop_reason == "the follow-up searches are done"
+    assert len(llm.calls) == 2 and llm.calls[-1]["grammar"] is None  # the answer turn
+
+
+def test_a_question_one_hit_covers_gets_no_bridge_but_a_missing_named_document_does():
+    hits = [hit("Annie Morton")]
+    assert followups("In what state was the American model Annie Morton born?", hits, []) == []
+    # a relative clause describes a second thing: follow the name next to its words
+    q = "Which photographer that shot Marc Jacobs campaigns photographed Annie Morton?"
+    assert followups(q, hits, [])
+    # a name the question gives with no document found yet is searched by itself
+    q = "Did Annie Morton and the photographer of the Tom Ford campaign work together?"
+    assert "Tom Ford" in followups(q, hits, [])

@@ -34,6 +34,7 @@ NEAR_DUPLICATE = 0.6  # share of an earlier query's words a repeat keeps
 MAX_BRIDGES = 2  # bridge queries proposed per first-hop document
 MAX_QUERY_WORDS = 12
 MIN_HOP_WORDS = 4  # a question with fewer content words is not taken for a multi-hop one
+LONG_QUESTION = 7  # content words from which a question is taken to hop whatever hits show
 COVERED = 0.8  # share of the question's words one hit holds when it needs no second hop
 
 # Words a question uses to ask, compare or point, not what it is about.
@@ -67,6 +68,8 @@ _COMPARE_AND = re.compile(
     r"(?P<b>.+?)\s+(?:both|each|the same|from the same|of the same|located|in the same|"
     r"(?-i:[a-z]+)(?:\s|\?|$))",
     re.IGNORECASE)
+# "a university that is located in ...": the question describes a second thing
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|whom|where)\b", re.IGNORECASE)
 _COMMON = re.compile(r"\b(?:what do|which do|do)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+have in "
                      r"common\b", re.IGNORECASE)
 
@@ -113,34 +116,34 @@ def near_duplicate(query: str, earlier: list[str]) -> bool:
 
 def names_in(text: str) -> list[tuple[str, int]]:
     """Capitalised names (and quoted titles) in ``text`` with their word positions,
-    in order: "Shirley Temple", "University of Kansas", "Kiss and Tell"."""
-    words = [(m.group(), m.start()) for m in _WORD.finditer(text)]
+    in order: "Shirley Temple", "University of Kansas", "Kiss and Tell". A name does
+    not run across punctuation ("Usher, Sean Garrett" is two names)."""
+    words = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+    def joined(k: int) -> bool:  # word k follows word k - 1 with only spaces between
+        return not text[words[k - 1][2]:words[k][1]].strip()
+
     out: list[tuple[str, int]] = []
     i = 0
     while i < len(words):
-        w = words[i][0]
-        if not _capital(w):
+        if not _capital(words[i][0]):
             i += 1
             continue
-        j, end = i, i
-        while j + 1 < len(words):
+        j = end = i
+        while j + 1 < len(words) and joined(j + 1):
             nxt = words[j + 1][0]
             if _capital(nxt):
-                j += 1
-                end = j
-            elif nxt.lower() in _CONNECT and j + 2 < len(words) and (
-                    _capital(words[j + 2][0]) or (words[j + 2][0].lower() in _CONNECT
-                                                  and j + 3 < len(words)
-                                                  and _capital(words[j + 3][0]))):
+                j = end = j + 1
+            elif nxt.lower() in _CONNECT:
                 j += 1
             else:
                 break
-        span = [x for x, _ in words[i:end + 1]]
+        span = [w for w, _, _ in words[i:end + 1]]
         while span and span[0].lower() in _NOT_NAMES:
             span.pop(0)
         while span and (span[-1].lower() in _CONNECT or span[-1].lower() in _NOT_NAMES):
             span.pop()
-        name = " ".join(span).strip(".,;:'’")
+        name = " ".join(span)
         if name and not (len(span) == 1 and (name.lower() in STOPWORDS or len(name) < 3
                                              or name.lower() in _DEMONYMS)):
             out.append((name, i))
@@ -177,10 +180,16 @@ def _entity(text: str, last: bool) -> str:
     return names[-1] if last else names[0]
 
 
+def _bare(title: str) -> set[str]:
+    """A title's content words without its parenthesis ("Alien (film)" -> alien)."""
+    return content_tokens(re.sub(r"\(.*?\)", "", title))
+
+
 def covered(entity: str, titles: list[str]) -> bool:
-    """A hit's title names ``entity`` (its content words all in one title)."""
+    """A hit's title is ``entity`` ("Keith Bostic (American football)" is Keith Bostic;
+    "Lady Gaga x Terry Richardson" is not Terry Richardson)."""
     e = content_tokens(entity)
-    return bool(e) and any(e <= content_tokens(t) for t in titles)
+    return bool(e) and any(e == _bare(t) for t in titles)
 
 
 def first_hop(question: str, hits: list[Hit]) -> Hit | None:
@@ -188,18 +197,21 @@ def first_hop(question: str, hits: list[Hit]) -> Hit | None:
     (all of the title's words outside parentheses are in the question), else the best."""
     q = content_tokens(question)
     for h in hits:
-        t = content_tokens(re.sub(r"\(.*?\)", "", h.title))
+        t = _bare(h.title)
         if t and t <= q:
             return h
     return hits[0] if hits else None
 
 
 def needs_bridge(question: str, hits: list[Hit]) -> bool:
-    """A question long enough to hop that no single hit covers (most of its words in
-    one document means the answer is likely there: no follow-up)."""
+    """A question that may need a second document: a long one, one with a relative
+    clause ("a university that is located in ..."), or one no single hit covers (most
+    of its words in one document means the answer is likely there: no follow-up)."""
     q = words_of(question)
     if len(q) < MIN_HOP_WORDS or not hits:
         return False
+    if len(q) >= LONG_QUESTION or _RELATIVE.search(question.strip(), 1):
+        return True
     best = max(len(q & content_tokens(f"{h.title} {h.text}")) for h in hits)
     return best < COVERED * len(q)
 
@@ -220,7 +232,10 @@ def bridges(question: str, hits: list[Hit]) -> list[str]:
         if not toks or toks <= q | own:
             continue
         distance = min((abs(pos - a) for a in anchors), default=50)
-        score = distance + (0 if len(toks) > 1 else 4) + pos / 100
+        # a name sharing words with the question or the title is most likely the
+        # document's own subject under another name ("Roger Olaf Egeberg")
+        score = (distance + (0 if len(toks) > 1 else 4) + pos / 100
+                 + (10 if toks & (q | own) else 0))
         key = name.lower()
         if key not in ranked or score < ranked[key][0]:
             ranked[key] = (score, name)
@@ -261,7 +276,18 @@ def followups(question: str, hits: list[Hit], searched: list[str]) -> list[str]:
     if entities or not needs_bridge(question, hits):
         return out
     hop = first_hop(question, hits)
-    for b in bridges(question, hits):
-        if not covered(b, titles):
-            add(f"{b} {_rest(question, b, hop)}")
+    found = [b for b in bridges(question, hits) if not covered(b, titles)]
+    for b in found[:1]:
+        add(f"{b} {_rest(question, b, hop)}")
+    for e in named(question):  # a name the question gives whose document is not found
+        if not covered(e, titles):
+            add(e)
+    for b in found[1:]:
+        add(f"{b} {_rest(question, b, hop)}")
     return out
+
+
+def named(question: str) -> list[str]:
+    """Names the question itself gives (several words, or quoted): what its first hop
+    may be."""
+    return [n for n, _ in names_in(question) if len(n.split()) > 1 or f'"{n}"' in question]

@@ -197,6 +197,9 @@ class Agent:
             # a model the harness already had to lead stops at its first repeat
             if not reason and (s.repeats >= MAX_REPEATS or (s.repeats and s.followups)):
                 reason = "the model repeated the same call"
+            # ... and once the follow-ups are searched, the answer is written
+            if not reason and s.followups and not self._followups(s):
+                reason = "the follow-up searches are done"
             if reason:
                 yield from self._final_turn(s, step + 1, reason)
                 return
@@ -205,9 +208,13 @@ class Agent:
             yield StepStarted(step, kind=StepKind.LLM)
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
                             and "kb_search" in s.tools)
-            allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
             # a multi-hop question gets one search beyond the harness's before an answer
             follow_first = self._only_harness_searched(s) and bool(self._followups(s))
+            allowed_tools = s.tools
+            if first_search:
+                allowed_tools = {"kb_search": s.tools["kb_search"]}
+            elif follow_first:
+                allowed_tools = {n: t for n, t in s.tools.items() if n in SEARCH_TOOLS}
             grammar = step_grammar(allowed_tools, allow_final=not (first_search or follow_first),
                                    kb_names=list(self.kbs))
             # never cut a tool call short: the limit covers the grammar's worst case
