@@ -20,7 +20,7 @@ from kbagent.agent.followup import (
     title_of,
 )
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig
+from kbagent.agent.loop import MAX_FOLLOWUPS, Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 
@@ -167,9 +167,9 @@ def retrieved(result) -> set[str]:
 
 def test_the_question_sent_again_is_replaced_by_the_bridge_followup(hotpot_kb):
     llm = ScriptedLLM([step("I will search the knowledge bases for this question.", KISS_Q),
-                       "Thought: Done.\nFinal Answer: She was Chief of Protocol."])
-    events, result = run(Agent(llm, [hotpot_kb], AgentConfig(mode="agent", rag_top_k=2)),
-                         KISS_Q)
+                       "She was Chief of Protocol."])
+    cfg = AgentConfig(mode="agent", rag_top_k=2, grounded=False)  # the loop, not the answer
+    events, result = run(Agent(llm, [hotpot_kb], cfg), KISS_Q)
     queries = searched(events)
     assert queries[0] == KISS_Q  # the harness's first search
     assert queries[1].startswith("Shirley Temple") and "government" in queries[1]
@@ -183,10 +183,13 @@ def test_the_question_sent_again_is_replaced_by_the_bridge_followup(hotpot_kb):
     # and had to search once more before answering: a follow-up was still unsearched
     assert "Final Answer" not in llm.calls[0]["grammar"]
     assert "kb_search" in llm.calls[0]["grammar"] and "list_kbs" not in llm.calls[0]["grammar"]
-    assert "Final Answer" in llm.calls[1]["grammar"]
-    # the transcript shows the search that ran, not the repeated question
-    assert KISS_Q not in llm.calls[1]["messages"][2].content
-    assert "Shirley Temple" in llm.calls[1]["messages"][2].content
+    # the model that re-sent the question is not asked again: the harness searches what
+    # is left to follow (at most MAX_FOLLOWUPS in all), then the answer is written
+    assert len(llm.calls) == 2 and llm.calls[1]["grammar"] is None
+    assert 2 <= len(queries) <= 1 + MAX_FOLLOWUPS
+    assert all("harness searches the follow-up" in a.thought
+               for a in events if isinstance(a, Action) and a.step > 2)
+    assert result.stop_reason == "the follow-up searches are done"
 
 
 def test_a_model_query_that_adds_a_name_is_its_own(hotpot_kb):

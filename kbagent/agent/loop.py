@@ -76,6 +76,7 @@ FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 MAX_QUERY_CHARS = 300
 SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
+MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
 
 
 class Agent:
@@ -194,11 +195,17 @@ class Agent:
                 yield from self._cancelled(s)
                 return
             reason = self._limit(s, step)
-            # a model the harness already had to lead stops at its first repeat
-            if not reason and (s.repeats >= MAX_REPEATS or (s.repeats and s.followups)):
+            if not reason and s.repeats >= MAX_REPEATS:
                 reason = "the model repeated the same call"
-            # ... and once the follow-ups are searched, the answer is written
-            if not reason and s.followups and not self._followups(s):
+            if not reason and s.followups:
+                # a model the harness had to lead is not asked again: the harness
+                # searches the other follow-ups itself, then the answer is written
+                pending = self._followups(s)
+                if pending and s.followups < MAX_FOLLOWUPS:
+                    step += 1
+                    s.followups += 1
+                    yield from self._followup_step(s, step, pending[0])
+                    continue
                 reason = "the follow-up searches are done"
             if reason:
                 yield from self._final_turn(s, step + 1, reason)
@@ -412,6 +419,17 @@ class Agent:
         far (none searched yet)."""
         hits = [Hit(title_of(c.path, c.heading), c.text) for c in s.ledger]
         return followups(s.question, hits, self._searched(s))
+
+    def _followup_step(self, s: RunState, step: int, query: str) -> Iterator[Event]:
+        """The harness searches a follow-up query itself, as a visible step."""
+        args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+        out = yield from self._tool_step(s, step, "kb_search", args,
+                                         prompts.harness_followup_thought(query))
+        s.messages += [
+            Message("assistant", prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT,
+                                                     "kb_search", args)),
+            Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
+        ]
 
     def _only_harness_searched(self, s: RunState) -> bool:
         """The harness's question search is the only step so far."""

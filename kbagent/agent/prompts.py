@@ -92,6 +92,11 @@ def followup_thought(model_query: str, followup: str) -> str:
             f'search; the harness searches the follow-up "{followup}" instead.')
 
 
+def harness_followup_thought(followup: str) -> str:
+    """What an Action event says when the harness searches a further follow-up itself."""
+    return f'The harness searches the follow-up "{followup}" from what was found so far.'
+
+
 def observation_message(text: str, step: int, max_steps: int) -> str:
     left = max_steps - step
     hint = (f"({left} step{'s' if left != 1 else ''} left.)" if left > 0
@@ -104,5 +109,6 @@ def action_text(thought: str, tool: str, args: dict[str, Any]) -> str:
 
 
 __all__ = ["DIRECT", "FINAL_SYSTEM", "FOLLOWUP_STEP_THOUGHT", "RAG_THOUGHT", "action_text",
-           "example_args", "followup_thought", "observation_message", "question_message",
-           "question_with_results", "sources_message", "system_prompt"]
+           "example_args", "followup_thought", "harness_followup_thought",
+           "observation_message", "question_message", "question_with_results",
+           "sources_message", "system_prompt"]
