@@ -13,12 +13,14 @@ should be:
   actress in the film's article) is the bridge, searched together with the words of
   the question that document does not match ("Shirley Temple government position
   held"). Names are ranked by how close they stand to the question's words in that
-  text, and titles of other hits count as names too.
+  text; a name sharing words with the question or the title ranks last.
+* **Named documents**: a name of several words (or a quoted one) that the question
+  gives and no hit's title is ("Virginia Commonwealth University").
 
 Everything here is a pure function over the question and the hits (title and text);
 :mod:`kbagent.agent.loop` decides when to use a proposal (a model query that repeats
-the question or an earlier search is replaced by one; a model that answers before any
-follow-up is asked for one more search first).
+the question or an earlier search is replaced by one; a model that would answer before
+any follow-up is asked for one more search first).
 """
 
 from __future__ import annotations
