@@ -197,7 +197,7 @@ def test_a_model_query_that_adds_a_name_is_its_own(hotpot_kb):
                        "Thought: Done.\nFinal Answer: Chief of Protocol."])
     events, result = run(Agent(llm, [hotpot_kb], AgentConfig(mode="agent", rag_top_k=2)),
                          KISS_Q)
-    assert searched(events) == [KISS_Q, "Shirley Temple diplomat"]
+    assert searched(events)[:2] == [KISS_Q, "Shirley Temple diplomat"]
     action = [a for a in events if isinstance(a, Action)][1]
     assert action.thought == "Who played her?"
     assert "Shirley_Temple.md" in retrieved(result)
@@ -228,3 +228,26 @@ def test_a_question_one_hit_covers_gets_no_bridge_but_a_missing_named_document_d
     # a name the question gives with no document found yet is searched by itself
     q = "Did Annie Morton and the photographer of the Tom Ford campaign work together?"
     assert "Tom Ford" in followups(q, hits, [])
+
+
+def test_a_model_search_of_its_own_is_kept_and_the_followup_added_after_it(hotpot_kb):
+    llm = ScriptedLLM([step("Which show?", "Meet Corliss Archer radio program CBS", top_k=1),
+                       "Thought: Done.\nFinal Answer: Chief of Protocol."])
+    cfg = AgentConfig(mode="agent", rag_top_k=2, grounded=False)
+    events, result = run(Agent(llm, [hotpot_kb], cfg), KISS_Q)
+    queries = searched(events)
+    assert queries[1] == "Meet Corliss Archer radio program CBS"  # the model's, untouched
+    assert queries[2].startswith("Shirley Temple")  # then the harness's, no LLM call
+    assert "harness searches the follow-up" in [a for a in events
+                                                if isinstance(a, Action)][2].thought
+    assert "Shirley_Temple.md" in retrieved(result)
+    assert "Shirley Temple" in llm.calls[1]["messages"][-1].content  # the model saw it
+
+
+def test_a_passage_pasted_from_the_results_is_not_a_query(hotpot_kb):
+    pasted = "Kiss and Tell is a 1945 American comedy film starring then 17-year-old"
+    llm = ScriptedLLM([step("Search.", pasted), "She was Chief of Protocol."])
+    cfg = AgentConfig(mode="agent", rag_top_k=2, grounded=False)
+    events, _ = run(Agent(llm, [hotpot_kb], cfg), KISS_Q)
+    queries = searched(events)
+    assert pasted not in queries and queries[1].startswith("Shirley Temple")

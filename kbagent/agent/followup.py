@@ -35,6 +35,7 @@ from kbagent.agent.evidence import QUESTION_WORDS
 NEAR_DUPLICATE = 0.6  # share of an earlier query's words a repeat keeps
 MAX_BRIDGES = 2  # bridge queries proposed per first-hop document
 MAX_QUERY_WORDS = 12
+COPIED_WORDS = 8  # a query this long found word for word in a hit was pasted from it
 MIN_HOP_WORDS = 4  # a question with fewer content words is not taken for a multi-hop one
 LONG_QUESTION = 7  # content words from which a question is taken to hop whatever hits show
 COVERED = 0.8  # share of the question's words one hit holds when it needs no second hop
@@ -114,6 +115,16 @@ def near_duplicate(query: str, earlier: list[str]) -> bool:
                 added == 1 and len(w) >= 4 and shared >= 0.8 * len(w)):
             return True
     return False
+
+
+def copied(query: str, texts: list[str], min_words: int = COPIED_WORDS) -> bool:
+    """True when ``query`` is a passage pasted from ``texts`` (what was already found),
+    not a query: at least ``min_words`` words, found word for word in one of them."""
+    words = _WORD.findall(query.casefold())
+    if len(words) < min_words:
+        return False
+    needle = " ".join(words)
+    return any(needle in " ".join(_WORD.findall(t.casefold())) for t in texts)
 
 
 def names_in(text: str) -> list[tuple[str, int]]:

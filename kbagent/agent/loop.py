@@ -31,7 +31,7 @@ from kbagent.agent.events import (
     Observation,
     StepStarted,
 )
-from kbagent.agent.followup import Hit, followups, near_duplicate, title_of
+from kbagent.agent.followup import Hit, copied, followups, near_duplicate, title_of
 from kbagent.agent.generation import generate
 from kbagent.agent.grounded_turn import ensure_answer, grounded_final
 from kbagent.agent.grounding import Grounding
@@ -255,6 +255,16 @@ class Agent:
                 yield from self._finish(s, Status.ANSWERED)
                 return
             yield from self._act(s, step, parsed, text, completion, started)
+            if (not s.followups and s.injected < MAX_FOLLOWUPS
+                    and parsed.action in SEARCH_TOOLS and s.steps[-1].action in SEARCH_TOOLS
+                    and not s.steps[-1].cached and not self._limit(s, step)):
+                # the model searched on its own but not what the first hits point to:
+                # the harness adds that search (no LLM call) before the model goes on
+                pending = self._followups(s)
+                if pending:
+                    step += 1
+                    s.injected += 1
+                    yield from self._followup_step(s, step, pending[0])
 
     def _act(self, s: RunState, step: int, parsed: Any, text: str, completion: Completion,
              started: float) -> Iterator[Event]:
@@ -450,11 +460,14 @@ class Agent:
 
     def _follow_up_instead(self, s: RunState, name: str, args: dict[str, Any]) -> str | None:
         """A follow-up query to search instead of the model's, when the model's query
-        repeats the question or an earlier search (nearly) and a follow-up is left. A
-        query of the model's own that adds words is never replaced."""
+        repeats the question or an earlier search (nearly), or pastes a passage of the
+        results, and a follow-up is left. A query of the model's own that adds words is
+        never replaced."""
         if name not in SEARCH_TOOLS or "kb_search" not in s.tools:
             return None
-        if not near_duplicate(str(args.get("query", "")), [s.question, *self._searched(s)]):
+        query = str(args.get("query", ""))
+        if not (near_duplicate(query, [s.question, *self._searched(s)])
+                or copied(query, [c.text for c in s.ledger])):
             return None
         pending = self._followups(s)
         return pending[0] if pending else None
