@@ -104,6 +104,8 @@ def test_parts_of_splits_clauses_and_compared_items() -> None:
     two = parts_of("What caused the eu-west cache incident and how long did it last?")
     assert len(two) == 2 and "incident" in two[1].query
     assert len(parts_of("When was the migration of the EU region to Dublin completed?")) == 1
+    assert len(parts_of("Who played Corliss Archer in the film Kiss and Tell?")) == 1
+    assert len(parts_of("Compare the Business and Team tiers")) == 2
     assert len(parts_of("What is the default TTL for prompt cache entries?")) == 1
 
 

@@ -52,13 +52,22 @@ def _key_terms(text: str) -> str:
     return " ".join(words)
 
 
+_COMPARE = re.compile(r"\b(?:compare|comparison|versus|vs\.?|difference between|differ)\b",
+                      re.IGNORECASE)
+
+
 def _pair(text: str) -> re.Match[str] | None:
+    """Two compared items: periods of one kind (Q2 and Q3, 2024 and 2025) anywhere;
+    names (Business and Team) only when the wording compares them, since "Kiss and
+    Tell" may be one title and "Were A and B ...?" one yes/no question."""
+    names_compared = bool(_COMPARE.search(text))
     for m in _PAIR.finditer(text):
         a, b = m.group("a"), m.group("b")
         same_shape = (re.fullmatch(r"Q[1-4].*", a) and re.fullmatch(r"Q[1-4].*", b)) or (
             re.fullmatch(r"H[12].*", a) and re.fullmatch(r"H[12].*", b)) or (
             re.fullmatch(r"(FY)?\s?20\d\d", a) and re.fullmatch(r"(FY)?\s?20\d\d", b)) or (
-            a[0].isupper() and b[0].isupper() and not re.match(r"[QH]\d", a + b))
+            names_compared and a[0].isupper() and b[0].isupper()
+            and not re.match(r"[QH]\d", a + b))
         if same_shape and a != b:
             return m
     return None

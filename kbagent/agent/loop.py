@@ -32,6 +32,7 @@ from kbagent.agent.events import (
     Observation,
     StepStarted,
 )
+from kbagent.agent.followup import Hit, copied, followups, near_duplicate, title_of
 from kbagent.agent.generation import generate
 from kbagent.agent.grounded_turn import decomposable, ensure_answer, grounded_final
 from kbagent.agent.grounding import Grounding
@@ -75,6 +76,8 @@ FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 MAX_QUERY_CHARS = 300
+SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
+MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
 
 
 class Agent:
@@ -193,7 +196,10 @@ class Agent:
         step = 0
         if cfg.search_first == SearchFirst.QUESTION and "kb_search" in s.tools:
             step = 1
-            yield from self._harness_search(s, step)
+            out = yield from self._harness_search(s, step)
+            # the results join the question: no step written for the model to copy
+            s.messages[-1] = Message("user", prompts.question_with_results(
+                s.question, out.text, step, cfg.max_steps))
         while True:
             if self._cancel.is_set():
                 yield from self._cancelled(s)
@@ -201,6 +207,16 @@ class Agent:
             reason = self._limit(s, step)
             if not reason and s.repeats >= MAX_REPEATS:
                 reason = "the model repeated the same call"
+            if not reason and s.followups:
+                # a model the harness had to lead is not asked again: the harness
+                # searches the other follow-ups itself, then the answer is written
+                pending = self._followups(s)
+                if pending and s.followups < MAX_FOLLOWUPS:
+                    step += 1
+                    s.followups += 1
+                    yield from self._followup_step(s, step, pending[0])
+                    continue
+                reason = "the follow-up searches are done"
             if reason:
                 yield from self._final_turn(s, step + 1, reason)
                 return
@@ -209,8 +225,14 @@ class Agent:
             yield StepStarted(step, kind=StepKind.LLM)
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
                             and "kb_search" in s.tools)
-            allowed_tools = {"kb_search": s.tools["kb_search"]} if first_search else s.tools
-            grammar = step_grammar(allowed_tools, allow_final=not first_search,
+            # a multi-hop question gets one search beyond the harness's before an answer
+            follow_first = self._only_harness_searched(s) and bool(self._followups(s))
+            allowed_tools = s.tools
+            if first_search:
+                allowed_tools = {"kb_search": s.tools["kb_search"]}
+            elif follow_first:
+                allowed_tools = {n: t for n, t in s.tools.items() if n in SEARCH_TOOLS}
+            grammar = step_grammar(allowed_tools, allow_final=not (first_search or follow_first),
                                    kb_names=list(self.kbs))
             # never cut a tool call short: the limit covers the grammar's worst case
             max_tokens = max(cfg.max_tokens_per_step,
@@ -243,14 +265,25 @@ class Agent:
                 yield from self._finish(s, Status.ANSWERED)
                 return
             yield from self._act(s, step, parsed, text, completion, started)
+            if (not s.followups and s.injected < MAX_FOLLOWUPS
+                    and parsed.action in SEARCH_TOOLS and s.steps[-1].action in SEARCH_TOOLS
+                    and not s.steps[-1].cached and not self._limit(s, step)):
+                # the model searched on its own but not what the first hits point to:
+                # the harness adds that search (no LLM call) before the model goes on
+                pending = self._followups(s)
+                if pending:
+                    step += 1
+                    s.injected += 1
+                    yield from self._followup_step(s, step, pending[0])
 
     def _act(self, s: RunState, step: int, parsed: Any, text: str, completion: Completion,
              started: float) -> Iterator[Event]:
         name = parsed.action or ""
         tool = s.tools.get(name)
         args: dict[str, Any] = parsed.args if isinstance(parsed.args, dict) else {}
-        yield Action(step, name, args, parsed.thought)
+        thought = parsed.thought
         cached, tool_ms = False, 0.0
+        out: ToolOutput | None = None
         if tool is None:
             out = ToolOutput(f"There is no tool '{name}'. Available tools: "
                              f"{', '.join(s.tools)}.", f"unknown tool {name!r}", ok=False)
@@ -265,29 +298,40 @@ class Agent:
                 out = ToolOutput(f"{e}. Example: {example_args(tool.parameters)}",
                                  "invalid arguments", ok=False)
             else:
-                key = (name, json.dumps(args, sort_keys=True))
-                if key in s.calls:
-                    cached = True
-                    s.repeats += 1
-                    out = ToolOutput(
-                        f"Already done: {name} was called with these arguments at step "
-                        f"{s.calls[key]}; see that observation above. Do not repeat a call: "
-                        "try different arguments or give the Final Answer.",
-                        f"repeat of step {s.calls[key]} (served from cache)")
-                elif self._cancel.cancelled:  # no new tool call once cancelled
-                    out = ToolOutput("Cancelled by the user.", "skipped: cancelled", ok=False)
-                else:
-                    out, tool_ms = run_tool(tool, s.ctx, args)
-                    s.calls[key] = step
-                    if name == "calculate" and out.ok:
-                        s.notes.append(out.text)
+                follow = self._follow_up_instead(s, name, args)
+                if follow is not None:  # the harness's query, shown as such
+                    s.followups += 1
+                    thought = prompts.followup_thought(str(args["query"]), follow)
+                    name, tool = "kb_search", s.tools["kb_search"]
+                    args = {"query": follow[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+                    text = prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT, name, args)
+        yield Action(step, name, args, thought)
+        if out is None:
+            assert tool is not None
+            key = (name, json.dumps(args, sort_keys=True))
+            earlier = s.calls.get(key) or self._repeated_search(s, name, args)
+            if earlier:
+                cached = True
+                s.repeats += 1
+                out = ToolOutput(
+                    f"Already done: {name} was called with these arguments at step "
+                    f"{earlier}; see that observation above. Do not repeat a call: "
+                    "try different arguments or give the Final Answer.",
+                    f"repeat of step {earlier} (served from cache)")
+            elif self._cancel.cancelled:  # no new tool call once cancelled
+                out = ToolOutput("Cancelled by the user.", "skipped: cancelled", ok=False)
+            else:
+                out, tool_ms = run_tool(tool, s.ctx, args)
+                s.calls[key] = step
+                if name == "calculate" and out.ok:
+                    s.notes.append(out.text)
         if not cached:
             s.repeats = 0
         s.usage.tool_ms += tool_ms
         s.messages += [Message("assistant", text),
                        Message("user", prompts.observation_message(out.text, step,
                                                                    self.config.max_steps))]
-        rec = record_step(s, step, StepDone(parsed.thought, name, args, out.text, out.summary,
+        rec = record_step(s, step, StepDone(thought, name, args, out.text, out.summary,
                                            tool_ms, cached), completion, started)
         yield Observation(step, name, out.summary, out.text, out.ok, out.citations, out.sources,
                           cached, completion.tokens, rec.ms, tool_ms)
@@ -381,15 +425,65 @@ class Agent:
     def _question_search_args(self, s: RunState) -> dict[str, Any]:
         return {"query": s.question[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
 
-    def _harness_search(self, s: RunState, step: int) -> Iterator[Event]:
+    def _harness_search(self, s: RunState, step: int) -> Generator[Event, None, ToolOutput]:
         """The harness searches the question itself (rag mode, and step 1 of the loop
-        when ``search_first`` is "question"), as a step the model then sees."""
+        when ``search_first`` is "question"); the loop shows the model the results with
+        the question, not as a step of its own that a small model would copy."""
         args = self._question_search_args(s)
-        out = yield from self._tool_step(s, step, "kb_search", args, prompts.RAG_THOUGHT)
+        return (yield from self._tool_step(s, step, "kb_search", args, prompts.RAG_THOUGHT))
+
+    # ------------------------------------------------------------ follow-ups
+    def _searched(self, s: RunState) -> list[str]:
+        """The queries searched so far, in order."""
+        return [str(json.loads(a).get("query", "")) for (n, a) in s.calls if n in SEARCH_TOOLS]
+
+    def _followups(self, s: RunState) -> list[str]:
+        """Follow-up queries :mod:`~kbagent.agent.followup` proposes from the hits so
+        far (none searched yet)."""
+        hits = [Hit(title_of(c.path, c.heading), c.text) for c in s.ledger]
+        return followups(s.question, hits, self._searched(s))
+
+    def _followup_step(self, s: RunState, step: int, query: str) -> Iterator[Event]:
+        """The harness searches a follow-up query itself, as a visible step."""
+        args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
+        out = yield from self._tool_step(s, step, "kb_search", args,
+                                         prompts.harness_followup_thought(query))
         s.messages += [
-            Message("assistant", prompts.action_text(prompts.RAG_THOUGHT, "kb_search", args)),
+            Message("assistant", prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT,
+                                                     "kb_search", args)),
             Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
+
+    def _only_harness_searched(self, s: RunState) -> bool:
+        """The harness's question search is the only step so far."""
+        return (self.config.search_first == SearchFirst.QUESTION and len(s.steps) == 1
+                and s.steps[0].action == "kb_search")
+
+    def _repeated_search(self, s: RunState, name: str, args: dict[str, Any]) -> int | None:
+        """The step of an earlier search that ``args`` nearly repeats (its words, no
+        more results), when no follow-up could replace it."""
+        if name not in SEARCH_TOOLS:
+            return None
+        for (tool, raw), step in s.calls.items():
+            done = json.loads(raw)
+            if (tool == name and int(args.get("top_k", 0)) <= int(done.get("top_k", 0))
+                    and near_duplicate(str(args.get("query", "")), [str(done.get("query"))])):
+                return step
+        return None
+
+    def _follow_up_instead(self, s: RunState, name: str, args: dict[str, Any]) -> str | None:
+        """A follow-up query to search instead of the model's, when the model's query
+        repeats the question or an earlier search (nearly), or pastes a passage of the
+        results, and a follow-up is left. A query of the model's own that adds words is
+        never replaced."""
+        if name not in SEARCH_TOOLS or "kb_search" not in s.tools:
+            return None
+        query = str(args.get("query", ""))
+        if not (near_duplicate(query, [s.question, *self._searched(s)])
+                or copied(query, [c.text for c in s.ledger])):
+            return None
+        pending = self._followups(s)
+        return pending[0] if pending else None
 
     def search_step(self, s: RunState, step: int, query: str, thought: str, top_k: int = 0
                     ) -> Generator[Event, None, list[int]]:

@@ -68,6 +68,8 @@ class RunState:
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
     protocol_failures: int = 0
     repeats: int = 0  # consecutive calls answered from the cache
+    followups: int = 0  # searches the harness made in place of a repeated query
+    injected: int = 0  # follow-up searches the harness added after a model's own search
     notes: list[str] = field(default_factory=list)  # calculator results for the final turn
     stop_reason: str = ""
     last_finish: str = ""  # finish reason of the newest LLM call
