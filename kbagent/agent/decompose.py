@@ -56,11 +56,11 @@ _COMPARE = re.compile(r"\b(?:compare|comparison|versus|vs\.?|difference between|
                       re.IGNORECASE)
 
 
-def _pair(text: str) -> re.Match[str] | None:
+def _pair(text: str, wording: str = "") -> re.Match[str] | None:
     """Two compared items: periods of one kind (Q2 and Q3, 2024 and 2025) anywhere;
     names (Business and Team) only when the wording compares them, since "Kiss and
     Tell" may be one title and "Were A and B ...?" one yes/no question."""
-    names_compared = bool(_COMPARE.search(text))
+    names_compared = bool(_COMPARE.search(wording or text))
     for m in _PAIR.finditer(text):
         a, b = m.group("a"), m.group("b")
         same_shape = (re.fullmatch(r"Q[1-4].*", a) and re.fullmatch(r"Q[1-4].*", b)) or (
@@ -83,7 +83,7 @@ def parts_of(question: str) -> list[Part]:
     for i, clause in enumerate(clauses):
         body = _LEAD_VERB.sub("", clause)
         query = body if i == 0 else f"{body} {subject}"
-        m = _pair(body)
+        m = _pair(body, clause)
         if m is not None:
             year = re.search(r"\b20\d\d\b", body)
             for item in (m.group("a"), m.group("b")):
