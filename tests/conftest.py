@@ -23,6 +23,12 @@ def kb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("KBAGENT_CONFIG", "KBAGENT_EMBEDDING_MODEL", "KBAGENT_LLM_URL",
                 "KBAGENT_EMBEDDING_RUNTIME", "KBAGENT_EMBEDDING_PRECISION", "KBAGENT_EMBED_URL"):
         monkeypatch.delenv(var, raising=False)
+    # Surface tests (CLI, batch, session, TUI) script the model's answer and check how it
+    # is carried: they run with grounding off, so the scripted text arrives as written.
+    # Grounded answers are tested on the Agent itself (tests/test_grounding.py, whose
+    # AgentConfig defaults to grounded) and through the CLI (tests/test_cli_grounded.py,
+    # which removes this variable).
+    monkeypatch.setenv("KBAGENT_GROUNDED", "false")
     return home
 
 
