@@ -300,8 +300,9 @@ class AnswerProcessor:
         and its numbers); None when the sentence has no content words."""
         if not content_tokens(plain):
             return None
-        texts = [c.raw or c.text for n in numbers if (c := self.ledger.get(n))]
-        return support(plain, texts)
+        cites = [c for n in numbers if (c := self.ledger.get(n))]
+        return support(plain, [c.raw or c.text for c in cites],
+                       [f"{c.path.replace('_', ' ')} {c.heading}" for c in cites])
 
     def _best_match(self, plain: str) -> int | None:
         norm = " ".join(clean_text(plain).lower().split())

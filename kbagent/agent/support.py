@@ -55,17 +55,20 @@ def unit_texts(cited_texts: list[str]) -> list[list[str]]:
     return out
 
 
-def unit_overlap(sentence: str, cited_texts: list[str], window: int = 1) -> float | None:
+def unit_overlap(sentence: str, cited_texts: list[str], window: int = 1,
+                 contexts: list[str] | None = None) -> float | None:
     """Share of the sentence's content words found in the best run of ``window``
-    consecutive units of one cited chunk; None when it has no content words."""
+    consecutive units of one cited chunk (with the words of that chunk's context, its
+    path and heading, if given); None when it has no content words."""
     words = content_tokens(sentence)
     if not words:
         return None
     best = 0.0
-    for units in unit_texts(cited_texts):
+    for k, units in enumerate(unit_texts(cited_texts)):
         toks = [content_tokens(u) for u in units]
+        around = content_tokens(contexts[k]) if contexts and k < len(contexts) else set()
         for i in range(len(toks)):
-            span: set[str] = set().union(*toks[i:i + window])
+            span: set[str] = around.union(*toks[i:i + window])
             best = max(best, len(words & span) / len(words))
     return best
 
@@ -85,7 +88,8 @@ def numbers_ok(sentence: str, cited_texts: list[str]) -> bool:
     return not any(any(ch.isdigit() for ch in f) for f in missing(sentence, cited_texts))
 
 
-def support(sentence: str, cited_texts: list[str]) -> tuple[float, bool]:
+def support(sentence: str, cited_texts: list[str],
+            contexts: list[str] | None = None) -> tuple[float, bool]:
     """(score, supported) of an answer ``sentence`` (citation markers removed) against
     ``cited_texts``, the text of each chunk it cites (``Citation.raw`` preferred: its
     line breaks make table rows units of their own; ``Citation.text`` works too).
@@ -99,9 +103,12 @@ def support(sentence: str, cited_texts: list[str]) -> tuple[float, bool]:
     one more; the grounding checks all facts on its own
     (:func:`kbagent.agent.evidence.missing_facts`). A sentence without content words
     claims nothing: ``(1.0, True)`` (a caller that wants "not checked" tests
-    ``content_tokens`` first, as ``AnswerProcessor._support`` does).
+    ``content_tokens`` first, as ``AnswerProcessor._support`` does). ``contexts`` (one
+    per chunk: its path and heading) count for every unit of their chunk: "the default
+    TTL for prompt cache entries" is said by "Default TTL: 1 hour" under
+    prompt_caching.md's TTL heading.
     """
-    score = unit_overlap(sentence, cited_texts)
+    score = unit_overlap(sentence, cited_texts, contexts=contexts)
     if score is None:
         return 1.0, True
     return score, score >= UNIT_THRESHOLD and numbers_ok(sentence, cited_texts)
