@@ -288,6 +288,11 @@ def facts_of(sentence: str) -> list[str]:
     return list(dict.fromkeys(f for f in facts if f))
 
 
+def is_number(fact: str) -> bool:
+    """Is this fact (from :func:`facts_of`) a number, not a name or a quoted term?"""
+    return bool(_NUMBER.fullmatch(fact))
+
+
 def missing_facts(sentence: str, evidence: str, extra_numbers: set[str] | None = None
                   ) -> list[str]:
     """The facts of ``sentence`` that ``evidence`` (the cited text) does not contain;

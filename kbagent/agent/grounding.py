@@ -34,6 +34,7 @@ from kbagent.agent.evidence import (
     Unit,
     best_evidence,
     facts_of,
+    is_number,
     missing_facts,
     question_terms,
     score_units,
@@ -150,7 +151,7 @@ class Grounding:
         """Numbers the cited chunks hold, but only in sentences that share no word with
         this one (a small model copies a figure from the wrong row: "The hit rate was
         24.0%" where 24 is a count of hours elsewhere in the chunk)."""
-        nums = [f for f in facts_of(plain) if any(ch.isdigit() for ch in f)]
+        nums = [f for f in facts_of(plain) if is_number(f)]
         if not nums:
             return []
         words = {w for w in words if not w[:1].isdigit()}

@@ -11,7 +11,7 @@ from typing import Any
 from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.citations import CitationLedger
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.evidence import missing_facts
+from kbagent.agent.evidence import is_number, missing_facts
 from kbagent.agent.kinds import AskMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools import Tool, ToolContext
@@ -139,7 +139,7 @@ def _numbers_missing(s: RunState, sent: Any) -> list[str]:
     text = (g.cited_text(sent.cited) if g else
             " ".join(f"{c.text} {c.path}" for n in sent.cited if (c := s.ledger.get(n))))
     missing = missing_facts(sent.text, text, g.extra_numbers if g else set())
-    return [f for f in missing if any(ch.isdigit() for ch in f)]
+    return [f for f in missing if is_number(f)]
 
 
 def final_sources(s: RunState, limit: int) -> list[Any]:
