@@ -71,6 +71,10 @@ def abstain(s: RunState, evidence: list[Scored], reason: str = "") -> Iterator[E
     s.abstained = True
     why = reason or "none of the sources found answers this question"
     yield _say(s, f"The knowledge base does not say: {why}. ", "notice")
+    yield from _closest(s, evidence)
+
+
+def _closest(s: RunState, evidence: list[Scored]) -> Iterator[Event]:
     near = closest_sources(s.ledger, evidence)
     if near:
         listed = "; ".join(f"{where} [{n}]" for n, where in near)
@@ -110,9 +114,9 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
                 continue
             answered += 1
             yield _say(s, sentence + " ", "quote")
-        if not answered:
-            s.processor.sentences.clear()
-            yield from abstain(s, g.evidence())
+        if not answered:  # every part said "does not say" (already streamed): the sources
+            s.abstained = True
+            yield from _closest(s, g.evidence())
         return False
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     # a calculation whose operands were not all found is not evidence that the KB is
