@@ -87,7 +87,10 @@ def test_agent_answers_through_the_server(server_url, sample_settings):
     result = run_to_result(agent, "Who is the CEO of Kestrel Systems?")
     assert result.answer.strip()
     assert result.steps[0].action == "kb_search"
-    assert result.usage.llm_calls >= 2
+    # the model's step(s) went through the server (with the first results inside the
+    # question message, a model may answer at its first step)
+    assert result.usage.llm_calls >= 1 and result.status == "answered"
+    assert all(s.llm_ms > 0 for s in result.steps if s.completion_tokens)
 
 
 def test_unreachable_server_is_a_clear_backend_error():
