@@ -32,7 +32,14 @@ from kbagent.agent.events import (
     Observation,
     StepStarted,
 )
-from kbagent.agent.followup import Hit, copied, followups, near_duplicate, title_of
+from kbagent.agent.followup_state import (
+    MAX_FOLLOWUPS,
+    SEARCH_TOOLS,
+    follow_up_instead,
+    only_harness_searched,
+    pending_followups,
+    repeated_search,
+)
 from kbagent.agent.generation import generate
 from kbagent.agent.grounded_turn import decomposable, ensure_answer, grounded_final
 from kbagent.agent.grounding import Grounding
@@ -76,8 +83,6 @@ FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 MAX_QUERY_CHARS = 300
-SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
-MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
 
 
 class Agent:
@@ -210,7 +215,7 @@ class Agent:
             if not reason and s.followups:
                 # a model the harness had to lead is not asked again: the harness
                 # searches the other follow-ups itself, then the answer is written
-                pending = self._followups(s)
+                pending = pending_followups(s)
                 if pending and s.followups < MAX_FOLLOWUPS:
                     step += 1
                     s.followups += 1
@@ -226,7 +231,8 @@ class Agent:
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
                             and "kb_search" in s.tools)
             # a multi-hop question gets one search beyond the harness's before an answer
-            follow_first = self._only_harness_searched(s) and bool(self._followups(s))
+            follow_first = (only_harness_searched(s, self.config.search_first)
+                            and bool(pending_followups(s)))
             allowed_tools = s.tools
             if first_search:
                 allowed_tools = {"kb_search": s.tools["kb_search"]}
@@ -270,7 +276,7 @@ class Agent:
                     and not s.steps[-1].cached and not self._limit(s, step)):
                 # the model searched on its own but not what the first hits point to:
                 # the harness adds that search (no LLM call) before the model goes on
-                pending = self._followups(s)
+                pending = pending_followups(s)
                 if pending:
                     step += 1
                     s.injected += 1
@@ -298,7 +304,7 @@ class Agent:
                 out = ToolOutput(f"{e}. Example: {example_args(tool.parameters)}",
                                  "invalid arguments", ok=False)
             else:
-                follow = self._follow_up_instead(s, name, args)
+                follow = follow_up_instead(s, name, args)
                 if follow is not None:  # the harness's query, shown as such
                     s.followups += 1
                     thought = prompts.followup_thought(str(args["query"]), follow)
@@ -309,7 +315,7 @@ class Agent:
         if out is None:
             assert tool is not None
             key = (name, json.dumps(args, sort_keys=True))
-            earlier = s.calls.get(key) or self._repeated_search(s, name, args)
+            earlier = s.calls.get(key) or repeated_search(s, name, args)
             if earlier:
                 cached = True
                 s.repeats += 1
@@ -433,16 +439,6 @@ class Agent:
         return (yield from self._tool_step(s, step, "kb_search", args, prompts.RAG_THOUGHT))
 
     # ------------------------------------------------------------ follow-ups
-    def _searched(self, s: RunState) -> list[str]:
-        """The queries searched so far, in order."""
-        return [str(json.loads(a).get("query", "")) for (n, a) in s.calls if n in SEARCH_TOOLS]
-
-    def _followups(self, s: RunState) -> list[str]:
-        """Follow-up queries :mod:`~kbagent.agent.followup` proposes from the hits so
-        far (none searched yet)."""
-        hits = [Hit(title_of(c.path, c.heading), c.text) for c in s.ledger]
-        return followups(s.question, hits, self._searched(s))
-
     def _followup_step(self, s: RunState, step: int, query: str) -> Iterator[Event]:
         """The harness searches a follow-up query itself, as a visible step."""
         args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
@@ -453,37 +449,6 @@ class Agent:
                                                      "kb_search", args)),
             Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
         ]
-
-    def _only_harness_searched(self, s: RunState) -> bool:
-        """The harness's question search is the only step so far."""
-        return (self.config.search_first == SearchFirst.QUESTION and len(s.steps) == 1
-                and s.steps[0].action == "kb_search")
-
-    def _repeated_search(self, s: RunState, name: str, args: dict[str, Any]) -> int | None:
-        """The step of an earlier search that ``args`` nearly repeats (its words, no
-        more results), when no follow-up could replace it."""
-        if name not in SEARCH_TOOLS:
-            return None
-        for (tool, raw), step in s.calls.items():
-            done = json.loads(raw)
-            if (tool == name and int(args.get("top_k", 0)) <= int(done.get("top_k", 0))
-                    and near_duplicate(str(args.get("query", "")), [str(done.get("query"))])):
-                return step
-        return None
-
-    def _follow_up_instead(self, s: RunState, name: str, args: dict[str, Any]) -> str | None:
-        """A follow-up query to search instead of the model's, when the model's query
-        repeats the question or an earlier search (nearly), or pastes a passage of the
-        results, and a follow-up is left. A query of the model's own that adds words is
-        never replaced."""
-        if name not in SEARCH_TOOLS or "kb_search" not in s.tools:
-            return None
-        query = str(args.get("query", ""))
-        if not (near_duplicate(query, [s.question, *self._searched(s)])
-                or copied(query, [c.text for c in s.ledger])):
-            return None
-        pending = self._followups(s)
-        return pending[0] if pending else None
 
     def search_step(self, s: RunState, step: int, query: str, thought: str, top_k: int = 0
                     ) -> Generator[Event, None, list[int]]:

@@ -1,0 +1,58 @@
+"""The agent loop's follow-up bookkeeping over a run's state (kept apart from
+:mod:`kbagent.agent.loop`): which queries were searched, which follow-ups
+:mod:`kbagent.agent.followup` proposes from the hits so far, and when a model's
+search repeats, nearly repeats or pastes what it already has."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kbagent.agent.followup import Hit, copied, followups, near_duplicate, title_of
+from kbagent.agent.kinds import SearchFirst
+from kbagent.agent.state import RunState
+
+SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
+MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
+
+
+def searched(s: RunState) -> list[str]:
+    """The queries searched so far, in order."""
+    return [str(json.loads(a).get("query", "")) for (n, a) in s.calls if n in SEARCH_TOOLS]
+
+def pending_followups(s: RunState) -> list[str]:
+    """Follow-up queries :mod:`~kbagent.agent.followup` proposes from the hits so
+    far (none searched yet)."""
+    hits = [Hit(title_of(c.path, c.heading), c.text) for c in s.ledger]
+    return followups(s.question, hits, searched(s))
+
+def only_harness_searched(s: RunState, search_first: str) -> bool:
+    """The harness's question search is the only step so far."""
+    return (search_first == SearchFirst.QUESTION and len(s.steps) == 1
+            and s.steps[0].action == "kb_search")
+
+def repeated_search(s: RunState, name: str, args: dict[str, Any]) -> int | None:
+    """The step of an earlier search that ``args`` nearly repeats (its words, no
+    more results), when no follow-up could replace it."""
+    if name not in SEARCH_TOOLS:
+        return None
+    for (tool, raw), step in s.calls.items():
+        done = json.loads(raw)
+        if (tool == name and int(args.get("top_k", 0)) <= int(done.get("top_k", 0))
+                and near_duplicate(str(args.get("query", "")), [str(done.get("query"))])):
+            return step
+    return None
+
+def follow_up_instead(s: RunState, name: str, args: dict[str, Any]) -> str | None:
+    """A follow-up query to search instead of the model's, when the model's query
+    repeats the question or an earlier search (nearly), or pastes a passage of the
+    results, and a follow-up is left. A query of the model's own that adds words is
+    never replaced."""
+    if name not in SEARCH_TOOLS or "kb_search" not in s.tools:
+        return None
+    query = str(args.get("query", ""))
+    if not (near_duplicate(query, [s.question, *searched(s)])
+            or copied(query, [c.text for c in s.ledger])):
+        return None
+    pending = pending_followups(s)
+    return pending[0] if pending else None
