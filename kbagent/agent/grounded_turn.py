@@ -44,6 +44,7 @@ from kbagent.agent.decompose import (
 from kbagent.agent.events import AnswerDelta, Event
 from kbagent.agent.evidence import Scored, numbers_in, units_of
 from kbagent.agent.grounding import Grounding, closest_sources, doc_name, quote
+from kbagent.agent.harness_steps import calculate_step, search_step
 from kbagent.agent.state import RunState
 
 if TYPE_CHECKING:
@@ -102,8 +103,10 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
     elif len(parts) > 1:
         cites: list[list[int]] = []
         for part in parts:
-            found = yield from agent.search_step(s, step, part.query,
-                                                 f"I will search for: {part.question}")
+            out = yield from search_step(s, step, part.query,
+                                         f"I will search for: {part.question}",
+                                         agent.config.rag_top_k)
+            found = out.citations
             cites.append(found)
             step += 1
         answered = 0
@@ -196,9 +199,9 @@ def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
     g = _g(s)
     values: list[Value] = []
     for op in plan.operands:
-        found = yield from agent.search_step(s, step, f"{op.metric} {op.item}",
-                                             f"I need the {op.metric} for {op.item}.",
-                                             top_k=OPERAND_TOP_K)
+        out = yield from search_step(s, step, f"{op.metric} {op.item}",
+                                     f"I need the {op.metric} for {op.item}.", OPERAND_TOP_K)
+        found = out.citations
         step += 1
         cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
                                                            if c.n not in found]
@@ -208,7 +211,7 @@ def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
             return False
         values.append(value)
     expr = expression(plan, values)
-    result = yield from agent.calculate_step(s, step, expr)
+    result = yield from calculate_step(s, step, expr)
     if result is None:
         return False
     shown = _result_text(plan, values, result)

@@ -12,43 +12,39 @@ turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Generator, Iterator
-from typing import Any
 
 from kbagent.agent import prompts
 from kbagent.agent.about import SelfFacts, about_reply
+from kbagent.agent.act import act
 from kbagent.agent.answer import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.citations import CitationLedger
+from kbagent.agent.endings import cancelled, fallback_answer, finish
 from kbagent.agent.events import (
-    Action,
     AgentResult,
     AnswerDelta,
     ErrorEvent,
     Event,
     Final,
-    Observation,
     StepStarted,
 )
 from kbagent.agent.followup_state import (
     MAX_FOLLOWUPS,
     SEARCH_TOOLS,
-    follow_up_instead,
     only_harness_searched,
     pending_followups,
-    repeated_search,
 )
 from kbagent.agent.generation import generate
-from kbagent.agent.grounded_turn import decomposable, ensure_answer, grounded_final
+from kbagent.agent.grounded_turn import decomposable, grounded_final
 from kbagent.agent.grounding import Grounding
+from kbagent.agent.harness_steps import call_key, followup_step, search_args, search_step
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
     AskMode,
     ErrorKind,
-    FinishReason,
     SearchFirst,
     Status,
     StepKind,
@@ -63,17 +59,15 @@ from kbagent.agent.react import (
     step_grammar,
 )
 from kbagent.agent.router import route
-from kbagent.agent.schema import ArgumentError, example_args, validate
 from kbagent.agent.state import (
     AgentConfig,
     RunState,
     StepDone,
-    evidence_lines,
     final_sources,
     record_step,
     result_of,
 )
-from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
+from kbagent.agent.tools import ToolContext, registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -82,7 +76,6 @@ from kbagent.kb.search import HybridSearcher
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
-MAX_QUERY_CHARS = 300
 
 
 class Agent:
@@ -142,7 +135,7 @@ class Agent:
                      AnswerProcessor(ctx.ledger, grounding=grounding),
                      registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
-            yield from self._cancelled(s)
+            yield from cancelled(s)
         elif mode == AskMode.DIRECT:
             yield from self._direct(s)
         elif mode == AskMode.RAG:
@@ -174,10 +167,10 @@ class Agent:
             return None, "", TurnEnd(reason="the context window is full")
         except BackendError as e:
             yield ErrorEvent(str(e), kind=ErrorKind.ERROR)
-            yield from self._fallback_answer(s, Status.ERROR, f"the model failed: {e}")
+            yield from fallback_answer(s, Status.ERROR, f"the model failed: {e}")
             return None, "", DONE
         if aborted == "cancelled":
-            yield from self._cancelled(s)
+            yield from cancelled(s)
             return None, "", DONE
         if aborted:
             return completion, text, TurnEnd(reason=f"{aborted} reached")
@@ -201,13 +194,13 @@ class Agent:
         step = 0
         if cfg.search_first == SearchFirst.QUESTION and "kb_search" in s.tools:
             step = 1
-            out = yield from self._harness_search(s, step)
+            out = yield from search_step(s, step, s.question, prompts.RAG_THOUGHT, cfg.rag_top_k)
             # the results join the question: no step written for the model to copy
             s.messages[-1] = Message("user", prompts.question_with_results(
                 s.question, out.text, step, cfg.max_steps))
         while True:
             if self._cancel.is_set():
-                yield from self._cancelled(s)
+                yield from cancelled(s)
                 return
             reason = self._limit(s, step)
             if not reason and s.repeats >= MAX_REPEATS:
@@ -219,7 +212,7 @@ class Agent:
                 if pending and s.followups < MAX_FOLLOWUPS:
                     step += 1
                     s.followups += 1
-                    yield from self._followup_step(s, step, pending[0])
+                    yield from followup_step(s, step, pending[0], cfg.rag_top_k, cfg.max_steps)
                     continue
                 reason = "the follow-up searches are done"
             if reason:
@@ -268,9 +261,9 @@ class Agent:
             if parsed.final is not None:
                 record_step(s, step, StepDone(parsed.thought, tool_ms=0), completion, started)
                 s.messages.append(Message("assistant", text))
-                yield from self._finish(s, Status.ANSWERED)
+                yield from finish(s, Status.ANSWERED)
                 return
-            yield from self._act(s, step, parsed, text, completion, started)
+            yield from act(s, cfg, self._cancel, step, parsed, text, completion, started)
             if (not s.followups and s.injected < MAX_FOLLOWUPS
                     and parsed.action in SEARCH_TOOLS and s.steps[-1].action in SEARCH_TOOLS
                     and not s.steps[-1].cached and not self._limit(s, step)):
@@ -280,67 +273,7 @@ class Agent:
                 if pending:
                     step += 1
                     s.injected += 1
-                    yield from self._followup_step(s, step, pending[0])
-
-    def _act(self, s: RunState, step: int, parsed: Any, text: str, completion: Completion,
-             started: float) -> Iterator[Event]:
-        name = parsed.action or ""
-        tool = s.tools.get(name)
-        args: dict[str, Any] = parsed.args if isinstance(parsed.args, dict) else {}
-        thought = parsed.thought
-        cached, tool_ms = False, 0.0
-        out: ToolOutput | None = None
-        if tool is None:
-            out = ToolOutput(f"There is no tool '{name}'. Available tools: "
-                             f"{', '.join(s.tools)}.", f"unknown tool {name!r}", ok=False)
-        elif parsed.args_error:
-            out = ToolOutput(f"{name}: {parsed.args_error}. Action Input must be a JSON object "
-                             f"like {example_args(tool.parameters)}.", "invalid arguments",
-                             ok=False)
-        else:
-            try:
-                args = validate(name, tool.parameters, parsed.args)
-            except ArgumentError as e:
-                out = ToolOutput(f"{e}. Example: {example_args(tool.parameters)}",
-                                 "invalid arguments", ok=False)
-            else:
-                follow = follow_up_instead(s, name, args)
-                if follow is not None:  # the harness's query, shown as such
-                    s.followups += 1
-                    thought = prompts.followup_thought(str(args["query"]), follow)
-                    name, tool = "kb_search", s.tools["kb_search"]
-                    args = {"query": follow[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
-                    text = prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT, name, args)
-        yield Action(step, name, args, thought)
-        if out is None:
-            assert tool is not None
-            key = (name, json.dumps(args, sort_keys=True))
-            earlier = s.calls.get(key) or repeated_search(s, name, args)
-            if earlier:
-                cached = True
-                s.repeats += 1
-                out = ToolOutput(
-                    f"Already done: {name} was called with these arguments at step "
-                    f"{earlier}; see that observation above. Do not repeat a call: "
-                    "try different arguments or give the Final Answer.",
-                    f"repeat of step {earlier} (served from cache)")
-            elif self._cancel.cancelled:  # no new tool call once cancelled
-                out = ToolOutput("Cancelled by the user.", "skipped: cancelled", ok=False)
-            else:
-                out, tool_ms = run_tool(tool, s.ctx, args)
-                s.calls[key] = step
-                if name == "calculate" and out.ok:
-                    s.notes.append(out.text)
-        if not cached:
-            s.repeats = 0
-        s.usage.tool_ms += tool_ms
-        s.messages += [Message("assistant", text),
-                       Message("user", prompts.observation_message(out.text, step,
-                                                                   self.config.max_steps))]
-        rec = record_step(s, step, StepDone(thought, name, args, out.text, out.summary,
-                                           tool_ms, cached), completion, started)
-        yield Observation(step, name, out.summary, out.text, out.ok, out.citations, out.sources,
-                          cached, completion.tokens, rec.ms, tool_ms)
+                    yield from followup_step(s, step, pending[0], cfg.rag_top_k, cfg.max_steps)
 
     # ---------------------------------------------------------- final turns
     def _final_turn(self, s: RunState, step: int, reason: str, *,
@@ -359,7 +292,7 @@ class Agent:
             ended = yield from self.answer_turn(
                 s, step, rag, prompts.sources_message(s.question, sources, s.notes))
         if not ended:
-            yield from self._finish(s, Status.ANSWERED if rag else Status.LIMIT)
+            yield from finish(s, Status.ANSWERED if rag else Status.LIMIT)
 
     def answer_turn(self, s: RunState, step: int, rag: bool, message: str
                     ) -> Generator[Event, None, bool]:
@@ -373,129 +306,25 @@ class Agent:
         if ended.done:
             return True
         if completion is None:
-            yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
+            yield from fallback_answer(s, Status.LIMIT, ended.reason)
             return True
         record_step(s, step, StepDone(), completion, started)
         return False
 
-    def _finish(self, s: RunState, status: Status) -> Iterator[Event]:
-        # cut off: no half sentence at the end
-        if s.last_finish in (FinishReason.LENGTH, FinishReason.REPETITION):
-            s.processor.drop_unfinished()
-        for sent in s.processor.finish():
-            yield AnswerDelta(sent.text, sent.supported)
-        if s.processor.grounding is not None:
-            yield from ensure_answer(s)
-        if not s.processor.answer:
-            text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
-                    else "Hello! Ask me anything about your documents.")
-            s.processor.harness_text = True
-            for sent in s.processor.feed(text) + s.processor.finish():
-                yield AnswerDelta(sent.text, sent.supported)
-        yield Final(result_of(s, status, list(self.kbs)))
-
-    def _fallback_answer(self, s: RunState, status: Status, reason: str) -> Iterator[Event]:
-        """No model answer could be written: say so and show the best evidence."""
-        s.stop_reason = s.stop_reason or reason
-        evidence = evidence_lines(s)
-        text = f"I could not write a full answer ({reason})."
-        if evidence:
-            text += " The most relevant passages found:\n" + evidence
-        # a cut-off model answer keeps its whole sentences; the notice starts apart
-        s.processor.drop_unfinished()
-        if s.processor.sentences or s.processor.seen:
-            text = "\n\n" + text
-        s.processor.auto_cite = False
-        s.processor.harness_text = True
-        for sent in s.processor.feed(text) + s.processor.finish():
-            yield AnswerDelta(sent.text, sent.supported)
-        yield Final(result_of(s, status, list(self.kbs)))
-
-    def _cancelled(self, s: RunState) -> Iterator[Event]:
-        s.stop_reason = "cancelled"
-        yield ErrorEvent("cancelled by the user", kind=ErrorKind.CANCELLED)
-        evidence = evidence_lines(s, limit=5)
-        text = "Stopped before an answer was written."
-        if evidence:
-            text += " Evidence gathered so far:\n" + evidence
-        s.processor.auto_cite = False
-        sents = s.processor.finish() if s.processor.answer else []
-        s.processor.harness_text = True
-        sents += s.processor.feed(("\n\n" if s.processor.answer else "") + text)
-        sents += s.processor.finish()
-        for sent in sents:
-            yield AnswerDelta(sent.text, sent.supported)
-        yield Final(result_of(s, Status.CANCELLED, list(self.kbs)))
-
     # ------------------------------------------------------------ rag/direct
-    def _question_search_args(self, s: RunState) -> dict[str, Any]:
-        return {"query": s.question[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
-
-    def _harness_search(self, s: RunState, step: int) -> Generator[Event, None, ToolOutput]:
-        """The harness searches the question itself (rag mode, and step 1 of the loop
-        when ``search_first`` is "question"); the loop shows the model the results with
-        the question, not as a step of its own that a small model would copy."""
-        args = self._question_search_args(s)
-        return (yield from self._tool_step(s, step, "kb_search", args, prompts.RAG_THOUGHT))
-
-    # ------------------------------------------------------------ follow-ups
-    def _followup_step(self, s: RunState, step: int, query: str) -> Iterator[Event]:
-        """The harness searches a follow-up query itself, as a visible step."""
-        args = {"query": query[:MAX_QUERY_CHARS], "top_k": self.config.rag_top_k}
-        out = yield from self._tool_step(s, step, "kb_search", args,
-                                         prompts.harness_followup_thought(query))
-        s.messages += [
-            Message("assistant", prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT,
-                                                     "kb_search", args)),
-            Message("user", prompts.observation_message(out.text, step, self.config.max_steps)),
-        ]
-
-    def search_step(self, s: RunState, step: int, query: str, thought: str, top_k: int = 0
-                    ) -> Generator[Event, None, list[int]]:
-        """A search the harness makes (a part of the question, an operand); returns the
-        citation numbers it found."""
-        args = {"query": query[:MAX_QUERY_CHARS], "top_k": top_k or self.config.rag_top_k}
-        out = yield from self._tool_step(s, step, "kb_search", args, thought)
-        return out.citations
-
-    def calculate_step(self, s: RunState, step: int, expr: str
-                       ) -> Generator[Event, None, str | None]:
-        """The harness computes ``expr`` with the ``calculate`` tool; its result, or
-        None if the calculator refused it."""
-        out = yield from self._tool_step(s, step, "calculate", {"expression": expr},
-                                         "I will compute it from the figures found.")
-        if not out.ok:
-            return None
-        s.notes.append(out.text)
-        return out.text.rsplit("=", 1)[-1].strip()
-
-    def _tool_step(self, s: RunState, step: int, name: str, args: dict[str, Any],
-                   thought: str) -> Generator[Event, None, ToolOutput]:
-        started = time.perf_counter()
-        yield StepStarted(step, kind=StepKind.RETRIEVAL)
-        yield Action(step, name, args, thought)
-        tool = s.tools.get(name) or registry(ToolSet.FULL)[name]
-        out, tool_ms = run_tool(tool, s.ctx, args)
-        s.usage.tool_ms += tool_ms
-        rec = record_step(s, step, StepDone(thought, name, args, out.text, out.summary,
-                                           tool_ms), None, started)
-        yield Observation(step, name, out.summary, out.text, out.ok, out.citations,
-                          out.sources, False, 0, rec.ms, tool_ms)
-        s.calls[(name, json.dumps(args, sort_keys=True))] = step
-        return out
-
     def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
         """Single retrieval + answer (also the fallback for models that cannot follow
         the protocol)."""
         if not fallback:
             s.mode = AskMode.RAG
         step = len(s.steps)
-        searched = ("kb_search", json.dumps(self._question_search_args(s), sort_keys=True))
+        searched = call_key("kb_search", search_args(s.question, self.config.rag_top_k))
         if searched not in s.calls:  # a fallback after the harness's first search skips it
             step += 1
-            yield from self._harness_search(s, step)
+            yield from search_step(s, step, s.question, prompts.RAG_THOUGHT,
+                                   self.config.rag_top_k)
         if self._cancel.is_set():
-            yield from self._cancelled(s)
+            yield from cancelled(s)
             return
         yield from self._final_turn(s, step + 1, "", rag=True)
 
@@ -522,10 +351,10 @@ class Agent:
         if ended.done:
             return
         if completion is None:
-            yield from self._fallback_answer(s, Status.LIMIT, ended.reason)
+            yield from fallback_answer(s, Status.LIMIT, ended.reason)
             return
         record_step(s, 1, StepDone(), completion, started)
-        yield from self._finish(s, Status.ANSWERED)
+        yield from finish(s, Status.ANSWERED)
 
 
 def run_to_result(agent: Agent, question: str) -> AgentResult:
