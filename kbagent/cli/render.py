@@ -44,12 +44,22 @@ class EventRenderer:
         self.quiet = quiet
         self._in_thought = False
         self._answer_started = False
+        self._answer_mid_line = False
         self.styled = bool(getattr(out, "is_terminal", False))
 
     def _end_thought(self) -> None:
         if self._in_thought:
             self.err.print()
             self._in_thought = False
+
+    def _end_answer_line(self) -> None:
+        """A step shown after some answer text (a grounded answer's lead quote comes
+        before the model's answer step) starts on a line of its own when both streams
+        share the terminal; piped output keeps the answer text unbroken."""
+        if (self._answer_mid_line and getattr(self.out, "is_terminal", False)
+                and getattr(self.err, "is_terminal", False)):
+            self.out.print()
+        self._answer_mid_line = False
 
     def __call__(self, ev: Event) -> None:
         if isinstance(ev, AnswerDelta):
@@ -60,9 +70,11 @@ class EventRenderer:
                         if self.styled else text)
             self.out.print(text, end="")
             self._answer_started = True
+            self._answer_mid_line = not text.endswith("\n")
             return
         if self.quiet:
             return
+        self._end_answer_line()
         if isinstance(ev, StepStarted):
             self._end_thought()
             label = {StepKind.LLM: "", StepKind.FORCED_FINAL: " (final answer)",
