@@ -13,8 +13,8 @@ import typer
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli import app
 from kbagent.cli.common import (
-    AS_HELP,
-    GROUPS_HELP,
+    AsOpt,
+    GroupsOpt,
     fail,
     handles_errors,
     principal_from,
@@ -72,9 +72,8 @@ def ask(
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="Write a trace of this run (prompts, raw output, events) into this "
         "folder; see kbagent replay.", show_default=False)] = None,
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """Ask a question; a local LLM searches the KBs and answers with cited sources."""
     if as_json and as_jsonl:
@@ -180,9 +179,8 @@ def ref(
                                             show_default=False)] = None,
     editor: Annotated[bool, typer.Option("--editor", help="Open $EDITOR at the cited line.")] = (
         False),
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """Show the lines behind citation [N] of your last answer (same --as/--groups)."""
     from kbagent.session import load_last_answer

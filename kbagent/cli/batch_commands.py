@@ -18,6 +18,8 @@ from kbagent.cli.ask_commands import threading_main
 from kbagent.cli.common import (
     AS_HELP,
     GROUPS_HELP,
+    AsOpt,
+    GroupsOpt,
     handles_errors,
     principal_from,
     settings_from,
@@ -117,9 +119,8 @@ def batch(
         show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")] = (
         False),
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """Answer many questions; one JSON line per question (the `ask --json` shape plus
     `id` and `error`), written as each finishes. Resumable with -o."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -62,6 +62,9 @@ def warn(message: str) -> None:
 
 AS_HELP = "Act as USER from the users file (default $KBAGENT_HOME/users.toml)."
 GROUPS_HELP = "Act as a member of these groups (comma-separated), e.g. hr,executives."
+# who is asking, the same two options on every command that reads documents
+AsOpt = Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)]
+GroupsOpt = Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP, show_default=False)]
 
 
 def principal_from(settings: Any, as_user: str | None, groups: str | None) -> Any:

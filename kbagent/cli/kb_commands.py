@@ -13,8 +13,8 @@ import typer
 
 from kbagent.cli import app
 from kbagent.cli.common import (
-    AS_HELP,
-    GROUPS_HELP,
+    AsOpt,
+    GroupsOpt,
     handles_errors,
     principal_from,
     settings_from,
@@ -179,9 +179,8 @@ def search(
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
     rerank_url: Annotated[str | None, typer.Option(
         "--rerank-url", help="Rerank the top fused hits with this /v1/rerank endpoint.",
         show_default=False)] = None,
@@ -279,9 +278,8 @@ def _size(n: int) -> str:
 def kbs(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """List KBs: name, source folder, documents, chunks, model, size, last ingest
     (documents and chunks: those the caller may read)."""

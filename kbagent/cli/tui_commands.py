@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import AS_HELP, GROUPS_HELP, handles_errors, principal_from, settings_from
+from kbagent.cli.common import AsOpt, GroupsOpt, handles_errors, principal_from, settings_from
 from kbagent.errors import BadInputError
 
 
@@ -23,9 +23,8 @@ def tui(
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server "
                                                 "(key from $KBAGENT_LLM_API_KEY).",
                                                 show_default=False)] = None,
-    as_user: Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=False)] = None,
-    groups: Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP,
-                                               show_default=False)] = None,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """Open the interactive explorer: ask, search, browse, history."""
     if model and llm_url:

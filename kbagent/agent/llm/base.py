@@ -40,7 +40,23 @@ class ContextFull(BackendError):
     """The prompt does not fit the model's context window."""
 
 
+@dataclass(frozen=True)
+class Request:
+    """One generation: the messages, an optional GBNF grammar, stop sequences, a token
+    limit and a cancel token. The defaults live here, once, for every backend."""
+
+    messages: list[Message]
+    grammar: str | None = None
+    stop: list[str] | None = None
+    max_tokens: int = 256
+    cancel: CancelToken | None = None
+
+
 class LLM(Protocol):
+    """What the agent needs of a model. A backend subclasses this and implements
+    :meth:`generate`; callers use :meth:`stream`, which takes the request as
+    keywords."""
+
     name: str
     supports_grammar: bool
     context_length: int
@@ -57,6 +73,10 @@ class LLM(Protocol):
         """Yield text pieces as they are generated; return the :class:`Completion`.
         Closing the generator early stops generation (cancel, time limit); a
         cancelled ``cancel`` token stops it too, even while the backend blocks."""
+        return self.generate(Request(messages, grammar, stop, max_tokens, cancel))
+
+    def generate(self, req: Request) -> Generator[str, None, Completion]:
+        """The backend's generation of ``req`` (see :meth:`stream`)."""
         ...
 
 

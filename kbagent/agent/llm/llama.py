@@ -16,8 +16,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from kbagent.agent.cancel import CancelToken
-from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
 
 if TYPE_CHECKING:
     from llama_cpp.llama_types import ChatCompletionRequestMessage
@@ -67,7 +66,7 @@ _MODELS_LOCK = threading.Lock()
 MIN_GENERATION = 64  # fewer tokens of room than this (or than asked) is a full context
 
 
-class LlamaCppLLM:
+class LlamaCppLLM(LLM):
     supports_grammar = True
     local = True  # runs in this process (what kbagent says about itself)
     last_usage: Completion | None = None
@@ -133,15 +132,9 @@ class LlamaCppLLM:
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
 
-    def stream(
-        self,
-        messages: list[Message],
-        *,
-        grammar: str | None = None,
-        stop: list[str] | None = None,
-        max_tokens: int = 256,
-        cancel: CancelToken | None = None,
-    ) -> Generator[str, None, Completion]:
+    def generate(self, req: Request) -> Generator[str, None, Completion]:
+        messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,
+                                                       req.max_tokens, req.cancel)
         from llama_cpp import StoppingCriteriaList
         from llama_cpp.llama_grammar import LlamaGrammar  # the class llama_cpp re-exports
 

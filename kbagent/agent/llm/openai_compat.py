@@ -20,8 +20,7 @@ import urllib.request
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent.cancel import CancelToken
-from kbagent.agent.llm.base import Completion, ContextFull, Message, apply_stop
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, Request, apply_stop
 from kbagent.errors import BackendError, BadInputError
 
 # how vLLM, llama-server, Ollama and OpenAI word a request that does not fit
@@ -29,7 +28,7 @@ _CONTEXT_ERROR = re.compile(r"context (length|size|window)|exceeds? the (availab
                             r"too many tokens|maximum context", re.I)
 
 
-class OpenAICompatLLM:
+class OpenAICompatLLM(LLM):
     def __init__(self, base_url: str, model: str = "", api_key: str = "",
                  temperature: float = 0.0, seed: int = 42, timeout: float = 300.0,
                  context_length: int = 8192) -> None:
@@ -69,15 +68,9 @@ class OpenAICompatLLM:
             return ContextFull(f"LLM server {self.base_url}: {detail}")
         return BackendError(f"LLM server {self.base_url} answered HTTP {e.code}: {detail}")
 
-    def stream(
-        self,
-        messages: list[Message],
-        *,
-        grammar: str | None = None,
-        stop: list[str] | None = None,
-        max_tokens: int = 256,
-        cancel: CancelToken | None = None,
-    ) -> Generator[str, None, Completion]:
+    def generate(self, req: Request) -> Generator[str, None, Completion]:
+        messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,
+                                                       req.max_tokens, req.cancel)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_dict() for m in messages],

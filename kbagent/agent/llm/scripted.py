@@ -14,15 +14,14 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbagent.agent.cancel import CancelToken
-from kbagent.agent.llm.base import Completion, Message, apply_stop
+from kbagent.agent.llm.base import LLM, Completion, Message, Request, apply_stop
 from kbagent.errors import BackendError
 
 Reply = str | Callable[[list[Message]], str]
 
 
 @dataclass
-class ScriptedLLM:
+class ScriptedLLM(LLM):
     replies: list[Reply]
     name: str = "scripted"
     supports_grammar: bool = True
@@ -31,15 +30,9 @@ class ScriptedLLM:
     piece_chars: int = 7  # characters per streamed piece
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def stream(
-        self,
-        messages: list[Message],
-        *,
-        grammar: str | None = None,
-        stop: list[str] | None = None,
-        max_tokens: int = 256,
-        cancel: CancelToken | None = None,
-    ) -> Generator[str, None, Completion]:
+    def generate(self, req: Request) -> Generator[str, None, Completion]:
+        messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,
+                                                       req.max_tokens, req.cancel)
         self.calls.append({"messages": [Message(m.role, m.content) for m in messages],
                            "grammar": grammar, "stop": stop, "max_tokens": max_tokens})
         if not self.replies:
