@@ -71,7 +71,9 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def _sentence_key(text: str) -> str:
-    return " ".join(re.sub(r"\[\d+\]", "", text).lower().split())
+    from kbagent.agent.answer import repeat_key  # the processor's own notion of a repeat
+
+    return repeat_key(text)
 
 
 def run(modes: list[str], limit: int, kinds: set[str] | None,

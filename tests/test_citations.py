@@ -225,3 +225,16 @@ def test_a_looping_answer_is_cut_even_when_its_citation_numbers_change():
     proc.feed("".join(f"Q{q} 2026 revenue: ${q * 3}.{q}0M, margin {60 + q}.{q}%\n"
                       for q in range(1, 5)))
     assert not proc.trim_repetition()
+
+
+def test_a_repeat_is_found_whether_or_not_a_marker_was_placed():
+    # the same sentence once with a citation placed before its full stop and once
+    # without: a looping model's answer kept 19 copies when a stray space told them apart
+    ledger = CitationLedger()
+    ledger.add(kb="k", path="a.md", start_line=1, end_line=1, text="Octopus merges heads.")
+    proc = AnswerProcessor(ledger)
+    proc.auto_cite = False
+    proc.feed("Git merges branches [1]. Git merges branches.\n\nGit merges  branches [1] . ")
+    proc.finish()
+    assert proc.answer == "Git merges branches [1]."
+    assert proc.drop_repeat()  # the caller stops a model that repeats itself

@@ -35,6 +35,7 @@ _VARIANT = re.compile(
     re.IGNORECASE,
 )
 _MARKER = re.compile(r"\[(\d+)\]")
+_WORD = re.compile(r"\w+")
 _QUOTED = re.compile(r"\u201c(.+)\u201d")
 _ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
 _RESTART = re.compile(
@@ -138,6 +139,14 @@ class ProcessedSentence:
     role: str = "claim"
 
 
+def repeat_key(text: str) -> str:
+    """What makes two answer sentences the same: their words, lower-cased, without
+    citation markers, spacing or punctuation ("branches [3]." and "branches." are one
+    sentence: a marker placed before the full stop once left a space behind that made
+    them differ, and a looping answer kept 19 copies)."""
+    return " ".join(_WORD.findall(_MARKER.sub(" ", text).lower()))
+
+
 def _insert_marker(sentence: str, marker: str) -> str:
     """Place a marker at the end of the sentence, before its terminal punctuation."""
     body = sentence.rstrip()
@@ -220,9 +229,8 @@ class AnswerProcessor:
         return True
 
     def _repeats(self, text: str) -> bool:
-        norm = " ".join(_MARKER.sub("", text).lower().split())
-        return bool(norm) and any(
-            norm == " ".join(_MARKER.sub("", s.text).lower().split()) for s in self.sentences)
+        key = repeat_key(text)
+        return bool(key) and any(key == repeat_key(s.text) for s in self.sentences)
 
     def drop_repeat(self) -> bool:
         """Was a sentence dropped since the last call because it repeated an earlier
