@@ -44,6 +44,7 @@ from kbagent.agent.events import (
 )
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.errors import BadInputError, NotFoundError
+from kbagent.jsonl import numbered_jsonl
 
 TRACE_VERSION = 1
 _EVENT_TYPES: dict[str, type[Event]] = {
@@ -162,15 +163,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise NotFoundError(f"no such trace file: {path}")
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise BadInputError(f"{path}:{n}: not a trace record ({e.msg})") from e
+    records = [row for _, row in numbered_jsonl(path, "a trace record")]
     if not records or records[0].get("kind") != "header":
         raise BadInputError(f"{path} is not a kbagent trace (no header record)")
     if records[0].get("version") != TRACE_VERSION:

@@ -219,14 +219,9 @@ class _SavedAnswers:
 def _read_records(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise NotFoundError(f"no such answers file: {path}")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise BadInputError(f"{path}:{n}: not a JSON object ({e.msg})") from e
-    return out
+    from kbagent.jsonl import numbered_jsonl
+
+    return [row for _, row in numbered_jsonl(path)]
 
 
 def _qa_table(report: Any) -> None:

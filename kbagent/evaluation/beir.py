@@ -8,12 +8,12 @@ chunks; a chunk maps back to its corpus document through the file name.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbagent.errors import BadInputError, NotFoundError
+from kbagent.jsonl import numbered_jsonl
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -32,17 +32,10 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
         raise NotFoundError(f"missing {path.name} in {path.parent} (a BEIR folder holds "
                             "corpus.jsonl, queries.jsonl and qrels/test.tsv)")
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise BadInputError(f"{path}:{n}: not a JSON object ({e.msg})") from e
-            if not isinstance(row, dict) or any(k not in row for k in required):
-                raise BadInputError(f"{path}:{n}: expected the keys {', '.join(required)}")
-            rows.append({k: str(v) for k, v in row.items() if isinstance(v, str | int)})
+    for n, row in numbered_jsonl(path):
+        if not isinstance(row, dict) or any(k not in row for k in required):
+            raise BadInputError(f"{path}:{n}: expected the keys {', '.join(required)}")
+        rows.append({k: str(v) for k, v in row.items() if isinstance(v, str | int)})
     return rows
 
 

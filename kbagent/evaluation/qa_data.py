@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, NotFoundError
+from kbagent.jsonl import numbered_jsonl
 
 FORMATS = ("auto", "sample", "hotpotqa", "musique")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -77,16 +78,10 @@ class _Corpus:
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise BadInputError(f"{path}:{n}: not a JSON object ({e.msg})") from e
-                if not isinstance(row, dict):
-                    raise BadInputError(f"{path}:{n}: not a JSON object")
-                rows.append(row)
+    for n, row in numbered_jsonl(path):
+        if not isinstance(row, dict):
+            raise BadInputError(f"{path}:{n}: not a JSON object")
+        rows.append(row)
     return rows
 
 
