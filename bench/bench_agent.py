@@ -79,7 +79,8 @@ def _sentence_key(text: str) -> str:
 def run(modes: list[str], limit: int, kinds: set[str] | None,
         grounding: list[str] | None = None, ids: set[str] | None = None,
         questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
-        kb_dir: Path = ROOT / "sample_kb", model: str = "") -> dict:
+        kb_dir: Path = ROOT / "sample_kb", model: str = "",
+        partial: Path | None = None) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -151,6 +152,9 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
             r = rows[-1]
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
                   f"{wall:6.1f}s steps={r['steps']} {result.answer[:90]!r}", flush=True)
+        if partial is not None:  # a run stopped early keeps the questions it finished
+            partial.write_text(json.dumps({"rows": rows, "modes": [
+                f"{m}/{g}" if g else m for m, g in columns], "partial": True}, indent=1))
     return {"rows": rows, "modes": [f"{m}/{g}" if g else m for m, g in columns],
             "load_average": os.getloadavg()}
 
@@ -257,13 +261,20 @@ def main() -> None:
                     help="folder ingested as the one KB (gold_paths are relative to it)")
     ap.add_argument("--model", default="", help="GGUF file (default: the bundled model)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out/agent_results.json")
+    ap.add_argument("--summarize", type=Path, default=None,
+                    help="print the table of a results file (e.g. the .partial.json of a "
+                    "stopped run) and exit")
     args = ap.parse_args()
+    if args.summarize is not None:
+        print(summarize(json.loads(args.summarize.read_text())))
+        return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.perf_counter()
     data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))),
                [g for g in args.grounding.split(",") if g],
                set(filter(None, args.ids.split(","))),
-               args.questions.resolve(), args.kb_dir.resolve(), args.model)
+               args.questions.resolve(), args.kb_dir.resolve(), args.model,
+               args.out.with_suffix(".partial.json"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1))
     print()
