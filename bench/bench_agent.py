@@ -80,7 +80,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
         grounding: list[str] | None = None, ids: set[str] | None = None,
         questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
         kb_dir: Path = ROOT / "sample_kb", model: str = "",
-        partial: Path | None = None) -> dict:
+        partial: Path | None = None, resume: bool = False) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -105,8 +105,15 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
     run_to_result(Agent(llm, [kb], AgentConfig(mode="rag")), "What is Kestrel Gateway?")
     rows = []
     columns = [(m, g) for m in modes for g in (grounding or [""])]
+    if resume and partial is not None and partial.is_file():
+        # each question starts cold (cache reset), so finished rows stay valid
+        rows = json.loads(partial.read_text())["rows"]
+        print(f"resuming: {len(rows)} answers from {partial}", flush=True)
+    done = {(r["id"], r["mode"]) for r in rows}
     for q in questions:
         for mode, g in columns:
+            if (q["id"], f"{mode}/{g}" if g else mode) in done:
+                continue
             llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
             config = AgentConfig(mode=mode, tools="full")
             if g:
@@ -261,6 +268,8 @@ def main() -> None:
                     help="folder ingested as the one KB (gold_paths are relative to it)")
     ap.add_argument("--model", default="", help="GGUF file (default: the bundled model)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out/agent_results.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the answers in OUT's .partial.json and ask only the rest")
     ap.add_argument("--summarize", type=Path, default=None,
                     help="print the table of a results file (e.g. the .partial.json of a "
                     "stopped run) and exit")
@@ -274,7 +283,7 @@ def main() -> None:
                [g for g in args.grounding.split(",") if g],
                set(filter(None, args.ids.split(","))),
                args.questions.resolve(), args.kb_dir.resolve(), args.model,
-               args.out.with_suffix(".partial.json"))
+               args.out.with_suffix(".partial.json"), args.resume)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1))
     print()
