@@ -47,18 +47,27 @@ NOT_IN_KB = re.compile(r"does not (say|mention|contain|include|specify|provide)|
                        r"unknown", re.I)
 
 
-def correct(q: dict, result) -> bool:
-    answer = result.answer
+def correct(q: dict, answer: str, actions: list) -> bool:
+    """Is an answer right? ``actions``: the tool calls it made (chit-chat needs none)."""
     if q["kind"] == "chit-chat":
-        return bool(answer.strip()) and not any(s.action for s in result.steps)
+        return bool(answer.strip()) and not any(actions)
     if q["kind"] == "unanswerable":
         return bool(NOT_IN_KB.search(answer))
-    # $2,400 == $2400 == 2400 USD; a number only matches a whole number (20 is not in 2026)
-    norm = lambda t: re.sub(r"[\s,$]|usd", "", t.lower())  # noqa: E731
-    gold = norm(q["answer"])
+    gold, norm_answer = _norm(q["answer"]), _norm(answer)
+    # a number only matches a whole number: 20 is not in 2026, 12.1 not in 12.15
     pattern = (r"(?<![\d.])" if gold[:1].isdigit() else "") + re.escape(gold) + (
         r"(?!\d|\.\d)" if gold[-1:].isdigit() else "")
-    return re.search(pattern, norm(answer)) is not None
+    return re.search(pattern, norm_answer) is not None
+
+
+def _norm(text: str) -> str:
+    """$2,400 == $2400 == 2400 USD: lower case, no currency, no thousands separators,
+    one space between words. (Removing every comma and space, as an earlier version
+    did, turned "September 9, 2026" into "september92026", so a right date
+    followed by its year never matched "September 9".)"""
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())
+    text = re.sub(r"\$|\busd\b", "", text)
+    return re.sub(r"\s+", " ", text).strip()
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -137,7 +146,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "loop_ms": max(0.0, wall * 1000 - result.usage.llm_ms - result.usage.tool_ms),
                 "prompt_tokens": [s.prompt_tokens for s in llm_steps],
                 "prompt_evaluated": [s.prompt_evaluated for s in llm_steps],
-                "correct": correct(q, result),
+                "correct": correct(q, result.answer, [s.action for s in result.steps]),
                 "gold_recall": (len(set(q["gold_paths"]) & seen) / len(q["gold_paths"])
                                 if q["gold_paths"] else None),
                 "cited": len(cited),
@@ -275,7 +284,16 @@ def main() -> None:
                     "stopped run) and exit")
     args = ap.parse_args()
     if args.summarize is not None:
-        print(summarize(json.loads(args.summarize.read_text())))
+        data = json.loads(args.summarize.read_text())
+        questions = {q["id"]: q for q in map(json.loads, args.questions.read_text().splitlines())}
+        changed = []  # scored again with today's correct(): the answers are in the file
+        for r in data["rows"]:
+            now = correct(questions[r["id"]], r["answer"], r["actions"])
+            if now != r["correct"]:
+                changed.append(f"{r['id']} {r['mode']} {r['correct']} -> {now}")
+                r["correct"] = now
+        print(summarize(data))
+        print(f"\nrescored: {len(changed)} verdicts changed" + "".join(f"\n  {c}" for c in changed))
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     started = time.perf_counter()
