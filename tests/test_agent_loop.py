@@ -461,3 +461,18 @@ def test_an_answer_cut_short_keeps_whole_sentences_then_the_notice(kb):
     # the half sentence is dropped, not glued to the notice ("...two hunI could not...")
     assert "two hun" not in answer and not re.search(r"[a-z]I could not", answer)
     assert before == "" or before.endswith("\n\n"), repr(before[-40:])
+
+
+def test_a_final_answer_inside_a_step_is_cut_at_the_answer_budget(kb):
+    # a step's max_tokens covers the grammar's longest tool call (thousands of tokens);
+    # a model that keeps talking after "Final Answer:" must not spend them all on one
+    # answer (SmolLM2 once wrote 70 sentences in 187 s)
+    rambling = " ".join(f"Fact {n} concerns item{n} of the list." for n in range(300))
+    llm = ScriptedLLM([final("I know this.", rambling)])
+    cfg = AgentConfig(mode="agent", grounded=False, final_max_tokens=40)
+    events, result = run(Agent(llm, [kb], cfg), "What does the list say?")
+    assert len(llm.calls) == 1 and llm.calls[0]["max_tokens"] > 400  # the step's bound
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    assert result.status == "answered"
+    assert result.answer.startswith("Fact 0 concerns item0")
+    assert "item299" not in result.answer and len(streamed) <= 41 * llm.piece_chars

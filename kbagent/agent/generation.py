@@ -1,6 +1,6 @@
 """One LLM call streamed into events: Thought and Answer deltas as they come, the
-answer checked sentence by sentence, stopped on a cancel, the time limit or an
-answer that repeats itself."""
+answer checked sentence by sentence, stopped on a cancel, the time limit, an
+answer that repeats itself or one that runs past the answer's token budget."""
 
 from __future__ import annotations
 
@@ -16,10 +16,17 @@ from kbagent.agent.state import RunState
 
 
 def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,
-             max_tokens: int, final_turn: bool = False
+             max_tokens: int, final_turn: bool = False, answer_max_tokens: int = 0
              ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
     """Stream one LLM call; yield Thought/Answer deltas. Returns
-    (completion or None if stopped early, text, why it stopped early)."""
+    (completion or None if stopped early, text, why it stopped early).
+
+    ``answer_max_tokens`` bounds a ``Final Answer`` written inside a step: the
+    step's ``max_tokens`` must cover the grammar's longest tool call (thousands of
+    tokens), which a model that keeps talking after ``Final Answer:`` would
+    otherwise spend on one answer (SmolLM2 once wrote 70 sentences in 187 s, every
+    one removed by the fact check). Past the budget the answer is cut and kept as
+    finished, like one that repeats itself."""
     streamer = StepStreamer(answer_only=final_turn)
     gen = llm.stream(s.messages, grammar=grammar if llm.supports_grammar else None,
                      stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens,
@@ -28,6 +35,8 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     aborted = ""
     hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
     llm_s = 0.0  # time spent inside the backend only: the loop's own work is separate
+    answer_pieces = 0  # streamed pieces (a token each from llama.cpp) since the answer began
+    cut = ""  # why a finished answer was cut: it repeats itself, or it is too long
     try:
         while True:
             if cancel.is_set():
@@ -47,15 +56,19 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             thought, answer = streamer.feed(piece)
             if thought:
                 yield ThoughtDelta(step, thought)
+            if answer or answer_pieces:
+                answer_pieces += 1
             if answer:
                 for sent in s.processor.feed(answer):
                     yield AnswerDelta(sent.text, sent.supported)
-                if s.processor.drop_repeat():
-                    aborted = "repetition"
-                if aborted or s.processor.cut_restart() or s.processor.trim_repetition():
-                    aborted = "repetition"
+                if (s.processor.drop_repeat() or s.processor.cut_restart()
+                        or s.processor.trim_repetition()):
+                    cut = FinishReason.REPETITION
                     break
-        if cancel.cancelled and aborted != "repetition":
+            if answer_max_tokens and answer_pieces >= answer_max_tokens:
+                cut = FinishReason.LENGTH
+                break
+        if cancel.cancelled and not cut:
             aborted, completion = "cancelled", None  # a backend that stopped on the token
     finally:
         if completion is None:
@@ -65,13 +78,13 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
         s.usage.llm_ms += llm_s * 1000
     if completion is None:
         partial = getattr(llm, "last_usage", None)  # what the stopped call cost
-        if aborted != "repetition":
+        if not cut:
             if partial is not None:
                 s.count(partial)
             return None, streamer.text, aborted
-        aborted = ""  # a looping answer is cut, then treated as finished
-        completion = partial or Completion(streamer.text, 0, 0, 0, FinishReason.REPETITION, 0)
-        completion.finish_reason = FinishReason.REPETITION
+        # a looping or overlong answer is cut, then treated as finished
+        completion = partial or Completion(streamer.text, 0, 0, 0, cut, 0)
+        completion.finish_reason = cut
     s.count(completion)
     completion.ms = llm_s * 1000
     return completion, streamer.text, aborted

@@ -154,15 +154,16 @@ class Agent:
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
-              final_turn: bool = False
+              final_turn: bool = False, answer_max_tokens: int = 0
               ) -> Generator[Event, None, tuple[Completion | None, str, TurnEnd]]:
         """:func:`~kbagent.agent.generation.generate` plus the endings every caller
         treats alike: the :class:`TurnEnd` says go on, done (a backend failure or a
         cancel already ended the question), or why generation stopped early, worded
         for the user ("the context window is full", "time limit reached")."""
         try:
-            completion, text, aborted = yield from generate(self.llm, self._cancel, s, step,
-                                                             grammar, max_tokens, final_turn)
+            completion, text, aborted = yield from generate(
+                self.llm, self._cancel, s, step, grammar, max_tokens, final_turn,
+                answer_max_tokens)
         except ContextFull:
             return None, "", TurnEnd(reason="the context window is full")
         except BackendError as e:
@@ -236,7 +237,8 @@ class Agent:
             # never cut a tool call short: the limit covers the grammar's worst case
             max_tokens = max(cfg.max_tokens_per_step,
                              action_token_bound(allowed_tools, list(self.kbs)))
-            completion, text, ended = yield from self._turn(s, step, grammar, max_tokens)
+            completion, text, ended = yield from self._turn(
+                s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens)
             if ended.done:
                 return
             if ended.reason:
