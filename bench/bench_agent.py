@@ -114,14 +114,15 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
     run_to_result(Agent(llm, [kb], AgentConfig(mode="rag")), "What is Kestrel Gateway?")
     rows = []
     columns = [(m, g) for m in modes for g in (grounding or [""])]
+    labels = [f"{m}/{g}" if g else m for m, g in columns]  # a row's "mode"
     if resume and partial is not None and partial.is_file():
         # each question starts cold (cache reset), so finished rows stay valid
         rows = json.loads(partial.read_text())["rows"]
         print(f"resuming: {len(rows)} answers from {partial}", flush=True)
     done = {(r["id"], r["mode"]) for r in rows}
     for q in questions:
-        for mode, g in columns:
-            if (q["id"], f"{mode}/{g}" if g else mode) in done:
+        for (mode, g), label in zip(columns, labels, strict=True):
+            if (q["id"], label) in done:
                 continue
             llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
             config = AgentConfig(mode=mode, tools="full")
@@ -139,7 +140,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
             claims = [x for x in sentences if x.get("role", "claim") != "notice"]
             keys = [_sentence_key(x["text"]) for x in sentences]
             rows.append({
-                "id": q["id"], "kind": q["kind"], "mode": f"{mode}/{g}" if g else mode,
+                "id": q["id"], "kind": q["kind"], "mode": label,
                 "routed": result.mode,
                 "status": result.status, "wall_s": wall, "steps": len(result.steps),
                 "llm_ms": result.usage.llm_ms, "tool_ms": result.usage.tool_ms,
@@ -169,10 +170,9 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
                   f"{wall:6.1f}s steps={r['steps']} {result.answer[:90]!r}", flush=True)
         if partial is not None:  # a run stopped early keeps the questions it finished
-            partial.write_text(json.dumps({"rows": rows, "modes": [
-                f"{m}/{g}" if g else m for m, g in columns], "partial": True}, indent=1))
-    return {"rows": rows, "modes": [f"{m}/{g}" if g else m for m, g in columns],
-            "load_average": os.getloadavg()}
+            partial.write_text(json.dumps({"rows": rows, "modes": labels, "partial": True},
+                                          indent=1))
+    return {"rows": rows, "modes": labels, "load_average": os.getloadavg()}
 
 
 def summarize(data: dict) -> str:
@@ -296,13 +296,13 @@ def main() -> None:
         print(f"\nrescored: {len(changed)} verdicts changed" + "".join(f"\n  {c}" for c in changed))
         return
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # the .partial.json goes beside it
     started = time.perf_counter()
     data = run(args.modes.split(","), args.limit, set(filter(None, args.kinds.split(","))),
                [g for g in args.grounding.split(",") if g],
                set(filter(None, args.ids.split(","))),
                args.questions.resolve(), args.kb_dir.resolve(), args.model,
                args.out.with_suffix(".partial.json"), args.resume)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1))
     print()
     print(summarize(data))
