@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError
+from kbagent.kb import gen_locks
 from kbagent.kb.embedder import resolve_model, vector_space
+from kbagent.kb.file_modes import private_dir, private_file
 from kbagent.kb.knowledge_base import CHUNKER_VERSION, SCHEMA_VERSION, read_manifest, rebuild_hint
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.models import IngestReport
@@ -29,7 +31,7 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.conn = sqlite3.connect(path)
+        self.conn = sqlite3.connect(private_file(path))
         self.conn.execute("CREATE TABLE IF NOT EXISTS cache(hash TEXT PRIMARY KEY, vec BLOB)")
 
     def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -158,7 +160,7 @@ def salvage_vectors(kb: Path, base_gen: str | None, model_id: str,
 
 def copy_generation(src: Path, dst: Path) -> None:
     """A copy of generation ``src`` to build the next one in."""
-    dst.mkdir(parents=True)
+    private_dir(dst)
     shutil.copy2(src / "kb.sqlite", dst / "kb.sqlite")
     shutil.copy2(src / "vectors.usearch", dst / "vectors.usearch")
     # tantivy never rewrites a segment file in place, so hard links are a safe copy
@@ -166,11 +168,10 @@ def copy_generation(src: Path, dst: Path) -> None:
                     ignore=shutil.ignore_patterns("*.lock"))
 
 
-def prune_generations(kb: Path, keep: set[str | None]) -> None:
-    """Remove every generation directory of ``kb`` but those in ``keep``."""
-    for d in kb.iterdir():
-        if d.is_dir() and d.name.startswith("gen-") and d.name not in keep:
-            shutil.rmtree(d, ignore_errors=True)
+def prune_generations(kb: Path, keep: str | None) -> list[str]:
+    """Remove every generation directory of ``kb`` but ``keep`` that no reader holds
+    (kb/gen_locks.py); return the names removed."""
+    return gen_locks.collect(kb, keep)
 
 
 def space_of(manifest: dict[str, Any]) -> str:
