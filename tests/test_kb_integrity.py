@@ -62,6 +62,19 @@ def corrupt(gen_dir: Path, how: str) -> str:
             n = f.stat().st_size
             f.unlink()
             f.write_bytes(bytes((i * 37 + 11) % 251 for i in range(n)))
+    elif how == "tantivy-bitflip":  # 64 bytes inverted mid-file: search still "works"
+        for f in tantivy.glob("*.idx"):
+            data = bytearray(f.read_bytes())
+            for i in range(len(data) // 3, len(data) // 3 + 64):
+                data[i] ^= 0xFF
+            f.unlink()
+            f.write_bytes(bytes(data))
+    elif how == "usearch-bitflip":  # inside the vectors: search runs on wrong vectors
+        f = gen_dir / "vectors.usearch"
+        data = bytearray(f.read_bytes())
+        for i in range(len(data) // 3, len(data) // 3 + 64):
+            data[i] ^= 0xFF
+        f.write_bytes(bytes(data))
     elif how == "usearch-garbage":
         (gen_dir / "vectors.usearch").write_bytes(b"not a usearch index\n" * 50)
     elif how == "usearch-truncated":
@@ -70,8 +83,8 @@ def corrupt(gen_dir: Path, how: str) -> str:
     return "bm25" if how.startswith("tantivy") else "vectors"
 
 
-CORRUPTIONS = ["tantivy-meta", "tantivy-segment", "tantivy-terms", "usearch-garbage",
-               "usearch-truncated"]
+CORRUPTIONS = ["tantivy-meta", "tantivy-segment", "tantivy-terms", "tantivy-bitflip",
+               "usearch-garbage", "usearch-truncated", "usearch-bitflip"]
 
 
 @pytest.mark.parametrize("how", CORRUPTIONS)

@@ -18,7 +18,14 @@ from kbagent.errors import BadInputError, KbCorruptError
 from kbagent.kb import gen_locks
 from kbagent.kb.embedder import resolve_model, vector_space
 from kbagent.kb.file_modes import private_dir, private_file
-from kbagent.kb.knowledge_base import CHUNKER_VERSION, SCHEMA_VERSION, read_manifest, rebuild_hint
+from kbagent.kb.knowledge_base import (
+    CHUNKER_VERSION,
+    SCHEMA_VERSION,
+    current_generation,
+    latest_generation,
+    read_manifest,
+    rebuild_hint,
+)
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.models import IngestReport
 from kbagent.kb.store import Store, in_batches
@@ -53,6 +60,17 @@ class EmbeddingCache:
     def discard(self) -> None:
         self.conn.close()
         self.path.unlink(missing_ok=True)
+
+
+def base_generation(kb: Path, name: str, rebuild: bool) -> str | None:
+    """The generation an ingest builds on: ``CURRENT``'s; on --rebuild of a KB whose
+    ``CURRENT`` is damaged, the newest folder (salvaged if sound, numbered after)."""
+    try:
+        return current_generation(kb, name)
+    except KbCorruptError:
+        if not rebuild:
+            raise
+        return latest_generation(kb)
 
 
 def read_base_manifest(kb: Path, name: str, gen: str) -> dict[str, Any]:

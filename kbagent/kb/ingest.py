@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb import symbol_index
 from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
 from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
@@ -36,21 +36,19 @@ from kbagent.kb.extract import ExtractError, Skip, extract
 from kbagent.kb.file_modes import private_dir, tighten_tree
 from kbagent.kb.generations import (
     EmbeddingCache,
+    base_generation,
     check_compatible,
     copy_generation,
     model_of,
     note_symbols,
-    open_base_store,
     planned_space,
     prune_generations,
     read_base_manifest,
     salvage_vectors,
 )
 from kbagent.kb.knowledge_base import (
-    current_generation,
     fsync_path,
     kb_dir,
-    latest_generation,
     new_manifest,
     validate_name,
     write_atomic,
@@ -58,7 +56,7 @@ from kbagent.kb.knowledge_base import (
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
-from kbagent.kb.repair import check_indexes, repair_generation
+from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import walk
@@ -149,12 +147,7 @@ class Ingestor:
 
     def _run_locked(self, source: Path, rebuild: bool) -> IngestReport:
         report = IngestReport(self.name, str(source))
-        try:
-            base_gen = current_generation(self.dir, self.name)
-        except KbCorruptError:
-            if not rebuild:
-                raise
-            base_gen = latest_generation(self.dir)  # salvage what it can, numbered after it
+        base_gen = base_generation(self.dir, self.name, rebuild)
         base_manifest = None
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
         model_id = planned_space(self.settings, lambda: self.embedder)
@@ -169,14 +162,9 @@ class Ingestor:
             if base_pending:  # BM25-only (see bm25_first.py): build it whole again
                 base_manifest = None
             else:
-                store = open_base_store(self.dir, self.name, base_gen, base_manifest)
-                problems = check_indexes(self.dir / base_gen, base_manifest, store)
-                if problems:  # rebuilt from the store into a new generation, published
-                    store.close()
-                    base_gen = repair_generation(self, base_gen, base_manifest, problems,
-                                                 report)
-                    base_manifest = read_base_manifest(self.dir, self.name, base_gen)
-                    store = open_base_store(self.dir, self.name, base_gen, base_manifest)
+                # a broken index is rebuilt from the store first (a new generation)
+                base_gen, base_manifest, store = checked_base(self, base_gen, base_manifest,
+                                                              report)
                 base_docs = store.documents()
                 store.close()
                 self._old_rules = parse_access_rules(base_manifest.get("kbaccess", ""))
@@ -359,6 +347,7 @@ class Ingestor:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
             manifest.update(documents=docs, chunks=chunks, generation=gen,
                             kbaccess=self._rules.text)
+            manifest[CRC_KEY] = file_crc32(gen_dir / "vectors.usearch")  # kb/repair.py
             manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
             tighten_tree(gen_dir)  # tantivy's and usearch's files 0600 before publishing

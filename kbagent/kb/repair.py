@@ -2,12 +2,14 @@
 
 A plain ``kbagent ingest`` with nothing changed must not call a KB fine that
 search cannot read. Before it scans the folder it checks the live generation,
-cheaply (milliseconds, whatever the KB's size):
+reading each index file once (as the scan reads each source file once):
 
-- BM25 (tantivy): the index opens, holds one entry per stored chunk, and a few
-  chunks (first, middle, last) are found by their own words under their own id;
-- vectors (usearch): the file opens, holds one vector per chunk, those chunks'
-  vectors are there and finite, and a search with one of them finds it.
+- BM25 (tantivy): every file of the index's segments matches the CRC-32 in its
+  own footer, the index opens, holds one entry per stored chunk, and a few chunks
+  (first, middle, last) are found by their own words under their own id;
+- vectors (usearch): the file matches the CRC-32 the manifest recorded when it was
+  written (KBs made before have none), opens, holds one vector per chunk, those
+  chunks' vectors are there and finite, and a search with one of them finds it.
 
 A broken part is rebuilt into a new generation and published like any ingest:
 the SQLite store keeps every chunk's text, heading, document title and access
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +41,51 @@ from kbagent.kb.vectors import VectorIndex
 
 PROBES = 3  # chunks whose presence each index must prove
 EMBED_GROUP = 256
+CRC_KEY = "vectors_crc32"  # the manifest's record of vectors.usearch
+TANTIVY_MAGIC = 1337  # tantivy's file footer: JSON {"version", "crc"}, its length, this
+
+
+def file_crc32(path: Path, end: int | None = None) -> int:
+    """CRC-32 of ``path``'s first ``end`` bytes (all of it by default)."""
+    crc = 0
+    left = path.stat().st_size if end is None else end
+    with open(path, "rb") as f:
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                break
+            crc = zlib.crc32(block, crc)
+            left -= len(block)
+    return crc
+
+
+def _tantivy_file_problem(path: Path) -> str:
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 8))
+        tail = f.read(8)
+        if len(tail) < 8:
+            return f"{path.name} is truncated"
+        n, magic = struct.unpack("<II", tail)
+        if magic != TANTIVY_MAGIC or n + 8 > size:
+            return f"{path.name} has no valid footer"
+        f.seek(size - 8 - n)
+        footer = json.loads(f.read(n))
+    if file_crc32(path, size - 8 - n) != footer.get("crc"):
+        return f"{path.name} fails its checksum"
+    return ""
+
+
+def _tantivy_checksums(path: Path) -> str:
+    """The first problem of the files of the segments ``meta.json`` lists ('' if none)."""
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    ids = {s["segment_id"].replace("-", "") for s in meta.get("segments", [])}
+    for f in sorted(path.iterdir()):
+        if f.name.split(".")[0] in ids:
+            why = _tantivy_file_problem(f)
+            if why:
+                return why
+    return ""
 
 
 @dataclass
@@ -86,7 +135,7 @@ def check_indexes(gen_dir: Path, manifest: dict[str, Any], store: Store) -> dict
     if why:
         problems["bm25"] = why
     why = _check_vectors(gen_dir / "vectors.usearch", int(manifest["embedding_dim"]), chunks,
-                         probes)
+                         probes, manifest.get(CRC_KEY))
     if why:
         problems["vectors"] = why
     return problems
@@ -98,6 +147,9 @@ def _first_line(e: BaseException) -> str:
 
 def _check_bm25(path: Path, chunks: int, probes: list[StoredChunk]) -> str:
     try:
+        why = _tantivy_checksums(path)
+        if why:
+            return why
         lexical = LexicalIndex(path)
         n = lexical.num_docs()
         if n != chunks:
@@ -121,8 +173,11 @@ def _check_bm25(path: Path, chunks: int, probes: list[StoredChunk]) -> str:
     return ""
 
 
-def _check_vectors(path: Path, dim: int, chunks: int, probes: list[StoredChunk]) -> str:
+def _check_vectors(path: Path, dim: int, chunks: int, probes: list[StoredChunk],
+                   crc: int | None) -> str:
     try:
+        if crc is not None and file_crc32(path) != crc:
+            return "vectors.usearch fails its checksum"
         vectors = VectorIndex(path, dim)
         if len(vectors) != chunks:
             return f"{len(vectors)} vectors for {chunks} chunks"
@@ -138,6 +193,23 @@ def _check_vectors(path: Path, dim: int, chunks: int, probes: list[StoredChunk])
     except Exception as e:  # usearch raises RuntimeError, ValueError...
         return _first_line(e)
     return ""
+
+
+def checked_base(ingestor: Any, gen: str, manifest: dict[str, Any], report: IngestReport
+                 ) -> tuple[str, dict[str, Any], Store]:
+    """The generation an incremental ingest builds on, its manifest and its store
+    (read-only), its indexes checked first: a broken one is repaired into a new
+    generation (published), which is returned instead."""
+    from kbagent.kb.generations import open_base_store, read_base_manifest
+
+    store = open_base_store(ingestor.dir, ingestor.name, gen, manifest)
+    problems = check_indexes(ingestor.dir / gen, manifest, store)
+    if not problems:
+        return gen, manifest, store
+    store.close()
+    gen = repair_generation(ingestor, gen, manifest, problems, report)
+    manifest = read_base_manifest(ingestor.dir, ingestor.name, gen)
+    return gen, manifest, open_base_store(ingestor.dir, ingestor.name, gen, manifest)
 
 
 def repair_generation(ingestor: Any, base_gen: str, manifest: dict[str, Any],
@@ -179,7 +251,8 @@ def repair_generation(ingestor: Any, base_gen: str, manifest: dict[str, Any],
                                    f"vectors, so {done} chunks were re-embedded")
         else:
             shutil.copy2(src / "vectors.usearch", dst / "vectors.usearch")
-        fixed = {**manifest, "generation": gen, "updated_at": time.time()}
+        fixed = {**manifest, "generation": gen, "updated_at": time.time(),
+                 CRC_KEY: file_crc32(dst / "vectors.usearch")}
         write_atomic(dst / "manifest.json", json.dumps(fixed, indent=2))
         tighten_tree(dst)
         fsync_path(dst)
