@@ -257,3 +257,21 @@ def test_a_reader_in_this_process_holds_its_generation_until_close(settings, mak
     kb.close()
     ingest(settings, folder, embedder)
     assert gens_on_disk(settings) == [current_generation(settings.kbs_dir / "docs")]
+
+
+def test_a_long_lived_reader_does_not_pin_every_generation_it_refreshed_through(
+        settings, make_folder, embedder):
+    """A server or TUI refreshes once per question: it keeps the generation it reads
+    and the one before (a search may still be on it), not all of them."""
+    folder = make_folder(SMALL_DOCS)
+    ingest(settings, folder, embedder)
+    kb = KnowledgeBase(settings, "docs")
+    for _ in range(3):
+        ingest(settings, folder, embedder, rebuild=True)
+        assert kb.refresh()
+    ingest(settings, folder, embedder)  # collects what nobody holds
+    assert gens_on_disk(settings) == ["gen-000003", "gen-000004"] == sorted(
+        [kb.generation, "gen-000003"])
+    kb.close()
+    ingest(settings, folder, embedder)
+    assert gens_on_disk(settings) == ["gen-000004"]

@@ -54,9 +54,17 @@ def release(fd: int | None) -> None:
             os.close(fd)  # closing the only descriptor drops the flock
 
 
-def release_all(fds: list[int]) -> None:
-    while fds:
-        release(fds.pop())
+def release_all(held: list[tuple[str, int]]) -> None:
+    """Release every (generation, fd) lock in ``held`` (emptied)."""
+    while held:
+        release(held.pop()[1])
+
+
+def release_older(held: list[tuple[str, int]], keep: set[str]) -> None:
+    """Release the locks in ``held`` on generations not in ``keep`` (in place)."""
+    for item in [h for h in held if h[0] not in keep]:
+        held.remove(item)
+        release(item[1])
 
 
 def open_current(kb_dir: Path, read_current: Callable[[], str | None]

@@ -224,9 +224,11 @@ class KnowledgeBase:
         self.generation = ""
         self._retired: list[Store] = []  # stores replaced by refresh(), closed by close()
         self._refresh_lock = threading.Lock()
-        # shared locks on the generations this object reads (released by close(), or
-        # when it is garbage-collected): ingest does not delete them meanwhile
-        self._gen_locks: list[int] = []
+        # shared locks on the generations this object reads, (generation, fd): ingest
+        # does not delete them meanwhile. Released by close() (or garbage collection);
+        # refresh() keeps the current one and the one it replaced (a search that
+        # started before the refresh may still read that one), and drops older ones.
+        self._gen_locks: list[tuple[str, int]] = []
         weakref.finalize(self, gen_locks.release_all, self._gen_locks)
         self._open()
 
@@ -241,7 +243,7 @@ class KnowledgeBase:
             gen_locks.release(lock)
             raise
         if lock is not None:
-            self._gen_locks.append(lock)
+            self._gen_locks.append((gen, lock))
 
     def _open_generation(self, gen: str) -> None:
         gen_dir = self.dir / gen
@@ -295,8 +297,10 @@ class KnowledgeBase:
         with self._refresh_lock:
             if current_generation(self.dir) == self.generation and not self._more_vectors():
                 return False  # another thread reopened it meanwhile
+            previous = self.generation
             self._retired.append(self.store)
             self._open()
+            gen_locks.release_older(self._gen_locks, {self.generation, previous})
         return True
 
     def _more_vectors(self) -> bool:
