@@ -129,3 +129,11 @@ def test_a_trace_leaves_an_existing_folder_of_the_user_alone(tmp_path):
     os.chmod(mine, 0o755)
     TraceWriter(mine / "run.jsonl").close()
     assert mode(mine) == 0o755 and mode(mine / "run.jsonl") == 0o600
+
+
+def test_eval_corpora_written_under_the_home_are_private(umask, settings):
+    from kbagent.evaluation.qa_data import write_corpus_folder
+
+    folder = settings.home / "eval" / "toy" / "corpus"
+    write_corpus_folder({"p1.md": "# Paragraph\n\nSome text.\n"}, folder)
+    assert wider(settings.home) == []
