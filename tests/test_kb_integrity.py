@@ -48,7 +48,7 @@ def found(settings, query, mode):
 
 
 def corrupt(gen_dir: Path, how: str) -> str:
-    """Damage one index file for real; return which part ("bm25" or "vectors")."""
+    """Damage one index for real; return which part ("bm25" or "vectors")."""
     tantivy = gen_dir / "tantivy"
     if how == "tantivy-meta":
         (tantivy / "meta.json").write_text('{"segments": [garbage')
@@ -75,6 +75,12 @@ def corrupt(gen_dir: Path, how: str) -> str:
         for i in range(len(data) // 3, len(data) // 3 + 64):
             data[i] ^= 0xFF
         f.write_bytes(bytes(data))
+    elif how == "tantivy-missing":
+        import shutil
+
+        shutil.rmtree(tantivy)
+    elif how == "usearch-missing":
+        (gen_dir / "vectors.usearch").unlink()
     elif how == "usearch-garbage":
         (gen_dir / "vectors.usearch").write_bytes(b"not a usearch index\n" * 50)
     elif how == "usearch-truncated":
@@ -84,7 +90,8 @@ def corrupt(gen_dir: Path, how: str) -> str:
 
 
 CORRUPTIONS = ["tantivy-meta", "tantivy-segment", "tantivy-terms", "tantivy-bitflip",
-               "usearch-garbage", "usearch-truncated", "usearch-bitflip"]
+               "tantivy-missing", "usearch-garbage", "usearch-truncated", "usearch-bitflip",
+               "usearch-missing"]
 
 
 @pytest.mark.parametrize("how", CORRUPTIONS)
@@ -275,3 +282,43 @@ def test_a_long_lived_reader_does_not_pin_every_generation_it_refreshed_through(
     kb.close()
     ingest(settings, folder, embedder)
     assert gens_on_disk(settings) == ["gen-000004"]
+
+
+def test_readers_opening_and_searching_through_rebuilds_never_fail(settings, make_folder,
+                                                                   embedder, tmp_path):
+    """The race the locks close: a reader reads CURRENT, an ingest publishes and
+    collects, the reader locks a folder that is gone. Another process opens and
+    searches the KB in a loop while this one rebuilds it; every open succeeds."""
+    folder = make_folder(SMALL_DOCS)
+    ingest(settings, folder, embedder)
+    done = tmp_path / "done"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            from pathlib import Path
+            from kbagent.kb.knowledge_base import KnowledgeBase
+            from kbagent.settings import Settings
+            s, n, errors = Settings.load(), 0, []
+            while not Path({str(done)!r}).exists() or n < 5:
+                try:
+                    kb = KnowledgeBase(s, "docs")
+                    assert kb.lexical.search("exponential backoff", 1)
+                    assert kb.store.count()[1] == kb.chunks
+                    kb.close()
+                except Exception as e:
+                    errors.append(repr(e))
+                n += 1
+            print(n, len(errors), errors[:3], flush=True)
+        """)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    try:
+        for _ in range(6):
+            ingest(settings, folder, embedder, rebuild=True)
+        done.touch()
+        out, _ = reader.communicate(timeout=120)
+    finally:
+        reader.kill()
+        reader.wait()
+    opens, errors, first = out.split(" ", 2)
+    assert int(opens) >= 5 and errors == "0", first
+    ingest(settings, folder, embedder)  # the reader is gone: whatever it held is collected
+    assert gens_on_disk(settings) == ["gen-000007"]
