@@ -152,13 +152,17 @@ def test_cli_ingest_says_what_it_repaired_and_search_then_exits_0(settings, make
     assert "guide/retry.md" in res.stdout
 
 
-def test_a_broken_store_is_not_repaired_but_names_the_rebuild(settings, make_folder, embedder):
+@pytest.mark.parametrize("victim", ["kb.sqlite", "manifest.json"])
+def test_a_broken_store_or_manifest_is_not_repaired_but_names_the_rebuild(
+        victim, settings, make_folder, embedder):
     folder = make_folder(SMALL_DOCS)
     ingest(settings, folder, embedder)
-    (live_dir(settings) / "kb.sqlite").write_bytes(b"garbage" * 100)
+    (live_dir(settings) / victim).write_bytes(b"garbage" * 100)
     res = runner.invoke(app, ["ingest", str(folder), "--kb", "docs"])
     assert res.exit_code == ExitCode.CORRUPT
     assert f"kbagent ingest {folder.resolve()} --kb docs --rebuild" in res.stderr
+    assert ingest(settings, folder, embedder, rebuild=True).committed  # and that works
+    assert found(settings, "exponential backoff", "bm25")[0] == "guide/retry.md"
 
 
 # ------------------------------------------------------------------- CURRENT
@@ -179,7 +183,8 @@ def test_current_pointing_outside_the_kb_is_corruption(pointer, settings, make_f
     res = runner.invoke(app, ["search", "backoff", "--kb", "docs"])
     assert res.exit_code == ExitCode.CORRUPT and "--rebuild" in res.stderr
     res = runner.invoke(app, ["ingest", str(folder), "--kb", "docs"])
-    assert res.exit_code == ExitCode.CORRUPT and "--rebuild" in res.stderr
+    assert res.exit_code == ExitCode.CORRUPT  # exactly what to run, with this folder:
+    assert f"kbagent ingest {folder.resolve()} --kb docs --rebuild" in res.stderr
     [info] = list_kbs(settings)
     assert "CURRENT" in info.error
     # the rebuild the message names repairs it

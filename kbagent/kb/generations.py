@@ -62,24 +62,29 @@ class EmbeddingCache:
         self.path.unlink(missing_ok=True)
 
 
-def base_generation(kb: Path, name: str, rebuild: bool) -> str | None:
-    """The generation an ingest builds on: ``CURRENT``'s; on --rebuild of a KB whose
-    ``CURRENT`` is damaged, the newest folder (salvaged if sound, numbered after)."""
+def base_generation(kb: Path, name: str, rebuild: bool, source: Path) -> str | None:
+    """The generation an ingest of ``source`` builds on: ``CURRENT``'s; on --rebuild of
+    a KB whose ``CURRENT`` is damaged, the newest folder (salvaged if sound, numbered
+    after it). Without --rebuild a damaged ``CURRENT`` is an error naming the command."""
     try:
         return current_generation(kb, name)
-    except KbCorruptError:
+    except KbCorruptError as e:
         if not rebuild:
-            raise
+            raise KbCorruptError(str(e).replace(rebuild_hint(name, None),
+                                                rebuild_hint(name, {"source": source}))) from e
         return latest_generation(kb)
 
 
-def read_base_manifest(kb: Path, name: str, gen: str) -> dict[str, Any]:
-    """The manifest of generation ``gen`` (KbCorruptError if unreadable)."""
+def read_base_manifest(kb: Path, name: str, gen: str,
+                       source: Path | None = None) -> dict[str, Any]:
+    """The manifest of generation ``gen`` (KbCorruptError if unreadable: its hint
+    names ``source``, the folder being ingested, when given)."""
     try:
         return read_manifest(kb / gen)
     except (OSError, ValueError) as e:
+        where = {"source": source} if source else None
         raise KbCorruptError(
-            f"KB '{name}' is corrupted (manifest: {e}); {rebuild_hint(name, None)}"
+            f"KB '{name}' is corrupted (manifest: {e}); {rebuild_hint(name, where)}"
         ) from e
 
 def open_base_store(kb: Path, name: str, gen: str, manifest: dict[str, Any]) -> Store:

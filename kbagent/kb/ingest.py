@@ -147,7 +147,7 @@ class Ingestor:
 
     def _run_locked(self, source: Path, rebuild: bool) -> IngestReport:
         report = IngestReport(self.name, str(source))
-        base_gen = base_generation(self.dir, self.name, rebuild)
+        base_gen = base_generation(self.dir, self.name, rebuild, source)
         base_manifest = None
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
         model_id = planned_space(self.settings, lambda: self.embedder)
@@ -156,7 +156,7 @@ class Ingestor:
         self._old_rules = self._rules
         base_pending = False
         if base_gen and not rebuild:
-            base_manifest = read_base_manifest(self.dir, self.name, base_gen)
+            base_manifest = read_base_manifest(self.dir, self.name, base_gen, source)
             check_compatible(self.name, base_manifest, model_id, self.settings)
             base_pending = is_pending(base_manifest)
             if base_pending:  # BM25-only (see bm25_first.py): build it whole again
