@@ -5,6 +5,7 @@ reader holds them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -193,6 +194,22 @@ def test_current_pointing_outside_the_kb_is_corruption(pointer, settings, make_f
         "guide/retry.md"
 
 
+def test_current_as_a_link_is_refused_without_reading_its_target(settings, make_folder,
+                                                                 embedder, tmp_path):
+    ingest(settings, make_folder(SMALL_DOCS), embedder)
+    kb = settings.kbs_dir / "docs"
+    target = tmp_path / "target"
+    target.write_text("gen-000001\n")  # even a valid name is not read through a link
+    (kb / "CURRENT").unlink()
+    (kb / "CURRENT").symlink_to(target)
+    with pytest.raises(KbCorruptError, match="CURRENT is a link"):
+        KnowledgeBase(settings, "docs")
+    (kb / "CURRENT").unlink()
+    os.mkfifo(kb / "CURRENT")  # a FIFO would block a plain read forever
+    with pytest.raises(KbCorruptError, match="CURRENT is not a file"):
+        KnowledgeBase(settings, "docs")
+
+
 def test_a_generation_folder_that_is_a_link_out_of_the_kb_is_refused(settings, make_folder,
                                                                      embedder, tmp_path):
     folder = make_folder(SMALL_DOCS)
@@ -237,7 +254,7 @@ def test_a_generation_open_in_another_process_is_kept_until_it_closes(settings, 
             print("closed", flush=True)
             sys.stdin.readline()
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert reader.stdout is not None and reader.stdin is not None
         assert reader.stdout.readline().strip() == old
@@ -314,7 +331,7 @@ def test_readers_opening_and_searching_through_rebuilds_never_fail(settings, mak
                 n += 1
             print(n, len(errors), errors[:3], flush=True)
         """)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         for _ in range(6):
             ingest(settings, folder, embedder, rebuild=True)

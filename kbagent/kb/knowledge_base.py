@@ -26,10 +26,12 @@ KB (no separator, no ``..``, no link leading out), or the KB reads as corrupted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 import weakref
@@ -97,12 +99,19 @@ def current_generation(directory: Path, name: str | None = None) -> str | None:
 
     KbCorruptError, with the rebuild hint, when ``CURRENT`` names anything but a
     generation folder directly inside ``directory``: nothing outside the KB is read."""
-    try:
-        raw = (directory / "CURRENT").read_bytes()[:256]
+    try:  # not through a link, and never blocking on a FIFO
+        fd = os.open(directory / "CURRENT", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise _bad_current(directory, name, f"unreadable: {e.strerror}") from e
+        raise _bad_current(directory, name, "is a link" if e.errno == errno.ELOOP
+                           else f"unreadable: {e.strerror}") from e
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _bad_current(directory, name, "is not a file")
+        raw = os.read(fd, 256)
+    finally:
+        os.close(fd)
     gen = raw.decode("utf-8", errors="replace").strip()
     if not gen:
         return None
