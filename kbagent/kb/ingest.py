@@ -111,6 +111,9 @@ class Ingestor:
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
+        # watch mode (kb/watch.py): the paths a file event named; any other file already
+        # in the KB is taken as unchanged without being read (None: read every file)
+        self.only_paths: set[str] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -205,6 +208,12 @@ class Ingestor:
                     sf.path, "skipped",
                     f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
                 continue
+            old = base_docs.get(sf.path)
+            if (self.only_paths is not None and old is not None and sf.path not in
+                    self.only_paths and self._rules.text == self._old_rules.text):
+                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                keep.add(sf.path)
+                continue
             try:
                 data = sf.abspath.read_bytes()
             except OSError as e:
@@ -212,7 +221,6 @@ class Ingestor:
                 keep.add(sf.path)  # keep the stored version of a file we cannot read now
                 continue
             digest = hashlib.sha256(data).hexdigest()
-            old = base_docs.get(sf.path)
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
             if old is not None and old.content_hash == digest and not rule_changed:

@@ -42,6 +42,7 @@ from kbagent.settings import Settings
 # refused with the rebuild hint (its index cannot filter; --rebuild reuses its vectors).
 SCHEMA_VERSION = 2
 CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
+RETIRED_KEPT = 4  # stores of replaced generations kept open for readers still using them
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -238,6 +239,10 @@ class KnowledgeBase:
                 return False  # another thread reopened it meanwhile
             self._retired.append(self.store)
             self._open()
+            # a watched folder publishes many generations: close all but the newest
+            # retired stores (a reader still on one of those keeps working)
+            while len(self._retired) > RETIRED_KEPT:
+                self._retired.pop(0).close()
         return True
 
     def _more_vectors(self) -> bool:
