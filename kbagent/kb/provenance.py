@@ -250,10 +250,12 @@ class ReferenceChecker:
     """Checks references against the live KBs of one data home, opening each KB
     once (and re-reading ``CURRENT`` before each answer, for long-lived readers)."""
 
-    def __init__(self, settings: Any, principal: Principal = ANONYMOUS) -> None:
+    def __init__(self, settings: Any, principal: Principal = ANONYMOUS,
+                 kbs: Mapping[str, Any] | None = None) -> None:
         self.settings = settings
         self.principal = principal
-        self._kbs: dict[str, Any] = {}
+        self._kbs: dict[str, Any] = dict(kbs or {})  # ``kbs``: opened by the caller
+        self._owned: set[str] = set()  # the ones this checker opened (and closes)
 
     def _kb(self, name: str) -> Any:
         from kbagent.errors import NotFoundError
@@ -262,6 +264,7 @@ class ReferenceChecker:
         if name not in self._kbs:
             try:
                 self._kbs[name] = KnowledgeBase(self.settings, name)
+                self._owned.add(name)
             except NotFoundError:
                 self._kbs[name] = None
         kb = self._kbs[name]
@@ -269,7 +272,8 @@ class ReferenceChecker:
             try:
                 kb.refresh()
             except Exception:  # removed or broken since it was opened: checked as gone
-                kb.close()
+                if name in self._owned:
+                    kb.close()
                 self._kbs[name] = kb = None
         return kb
 
@@ -281,7 +285,8 @@ class ReferenceChecker:
                            [self.check(c) for c in cited_chunks(answer)])
 
     def close(self) -> None:
-        for kb in self._kbs.values():
-            if kb is not None:
+        for name, kb in self._kbs.items():
+            if kb is not None and name in self._owned:
                 kb.close()
         self._kbs.clear()
+        self._owned.clear()
