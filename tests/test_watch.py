@@ -234,3 +234,34 @@ def test_a_reader_following_many_generations_does_not_keep_each_one_open(make_fo
     assert len(os.listdir("/proc/self/fd")) < fds + 10  # not one more per generation
     assert kb.store.document_lines("a.md")[1][2].text == "version 25"
     kb.close()
+
+
+def test_walk_named_sees_what_a_full_walk_sees_after_the_named_changes(make_folder):
+    import shutil
+
+    from kbagent.kb.walker import walk, walk_named
+
+    root = make_folder({".gitignore": "build/\n*.log\n", "a.md": "a", "keep.md": "k",
+                        "sub/b.md": "b", "sub/.kbagentignore": "secret.md\n",
+                        "sub/secret.md": "s", "build/x.md": "x", "c.log": "c",
+                        ".git/config": "g", "old/o1.md": "o", "old/deep/o2.md": "o"})
+
+    def full() -> list[str]:
+        return [f.path for f in walk(root)]
+
+    known = full()
+    assert known == ["a.md", "keep.md", "old/deep/o2.md", "old/o1.md", "sub/b.md"]
+    (root / "a.md").unlink()
+    (root / "sub" / "new.md").write_text("n")
+    (root / "sub" / "secret.md").write_text("changed, still ignored")
+    (root / "build" / "y.md").write_text("ignored")
+    (root / "d.log").write_text("ignored")
+    (root / "newdir" / "deep").mkdir(parents=True)
+    (root / "newdir" / "deep" / "n1.md").write_text("n")
+    shutil.move(root / "old", root / "moved")
+    named = {"a.md", "sub/new.md", "sub/secret.md", "build/y.md", "d.log", "newdir", "old",
+             "moved", ".git/index"}
+    got = walk_named(root, named, known)
+    assert [f.path for f in got] == full()
+    sizes = {f.path: f.size for f in got}
+    assert sizes["keep.md"] == 0 and sizes["sub/new.md"] == 1  # known ones are not visited

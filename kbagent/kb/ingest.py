@@ -58,7 +58,7 @@ from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
-from kbagent.kb.walker import walk
+from kbagent.kb.walker import is_named, walk, walk_named
 from kbagent.settings import Settings
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -111,8 +111,8 @@ class Ingestor:
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
-        # watch mode (kb/watch.py): the paths a file event named; any other file already
-        # in the KB is taken as unchanged without being read (None: read every file)
+        # watch mode (kb/watch.py): the paths file events named; no other file is
+        # visited or read, a known one is kept as it is (None: walk and read every file)
         self.only_paths: set[str] | None = None
 
     @property
@@ -198,7 +198,8 @@ class Ingestor:
     def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
               model_id: str) -> tuple[list[_Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        files = list(walk(source))
+        files = list(walk(source)) if self.only_paths is None else walk_named(
+            source, self.only_paths, base_docs)
         pending: list[_Pending] = []
         keep: set[str] = set()
         for i, sf in enumerate(files):
@@ -209,8 +210,8 @@ class Ingestor:
                     f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
                 continue
             old = base_docs.get(sf.path)
-            if (self.only_paths is not None and old is not None and sf.path not in
-                    self.only_paths and self._rules.text == self._old_rules.text):
+            if (self.only_paths is not None and old is not None and not is_named(
+                    sf.path, self.only_paths) and self._rules.text == self._old_rules.text):
                 report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
                 keep.add(sf.path)
                 continue
