@@ -265,3 +265,17 @@ def test_walk_named_sees_what_a_full_walk_sees_after_the_named_changes(make_fold
     assert [f.path for f in got] == full()
     sizes = {f.path: f.size for f in got}
     assert sizes["keep.md"] == 0 and sizes["sub/new.md"] == 1  # known ones are not visited
+
+
+def test_a_session_hands_out_the_kb_at_its_newest_generation(make_folder, settings, embedder):
+    root = make_folder({"a.md": "# Alpha\n\nThe aardvark sleeps.\n"})
+    ingestor = Ingestor(settings, "w", embedder=embedder)
+    ingestor.run(root)
+    session = Session(settings, ["w"])
+    session.open_kbs()
+    (root / "b.md").write_text("# Beta\n\nThe badger digs.\n")
+    ingestor.run(root)
+    kb = session.kb("w")  # what the TUI's document views and Browse read
+    assert sorted(kb.store.paths()) == ["a.md", "b.md"]
+    assert kb.generation == current_generation(settings.kbs_dir / "w")
+    session.close()
