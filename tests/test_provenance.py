@@ -255,3 +255,15 @@ def test_ref_on_an_answer_saved_before_hashes(kb_folder, script, settings):
     res = runner.invoke(app, ["ref", "1"])
     assert res.exit_code == 0 and "cannot check: recorded before hashes" in res.stdout
     assert "5│" in res.stdout
+
+
+def test_a_renamed_and_edited_file_is_found_by_the_words_of_the_excerpt(kb_folder, settings):
+    root, reingest = kb_folder
+    ref = stamped(settings)
+    (root / "cache.md").unlink()
+    (root / "notes").mkdir()
+    (root / "notes" / "ttl.md").write_text(CACHE.replace("Unrelated closing", "Edited"))
+    reingest()
+    c = check(settings, ref)
+    assert c.state is RefState.MOVED
+    assert (c.now_path, c.now_start, c.now_end) == ("notes/ttl.md", 5, 6)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -27,6 +28,7 @@ from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import Line
 from kbagent.text import shorten
 
+_WORD = re.compile(r"\w{4,}")  # words of an excerpt that find a renamed file's text
 NOW_SAYS_CHARS = 200
 MAX_DIFF_WORDS = 12  # words shown on each side of a change
 
@@ -140,7 +142,7 @@ def check_reference(kb: _Kb | None, ref: dict[str, Any],
     if loaded is not None and not may_read(principal, loaded[0].access):
         loaded = None  # a document one may not read is as good as gone
     if loaded is None:
-        elsewhere = _find_in_other_documents(kb, sha, end - start, principal, exclude=path)
+        elsewhere = _find_in_other_documents(kb, ref, end - start, principal, exclude=path)
         if elsewhere is not None:
             p, a, b = elsewhere
             return result(RefState.MOVED, f"moved since the answer: now {p}:{a}-{b}",
@@ -186,19 +188,36 @@ def _find_span(lines: list[Line], sha: str, width: int, near: int) -> tuple[int,
     return min(hits, key=lambda h: abs(h[0] - near)) if hits else None
 
 
-def _find_in_other_documents(kb: _Kb, sha: str, width: int, principal: Principal,
+def _find_in_other_documents(kb: _Kb, ref: dict[str, Any], width: int, principal: Principal,
                              exclude: str) -> tuple[str, int, int] | None:
     """A readable document holding the text (a renamed file): (path, start, end)."""
-    for other in kb.store.paths():
-        if other == exclude:
-            continue
+    for other in _candidates(kb, ref, exclude):
         loaded = kb.store.document_lines(other)
         if loaded is None or not may_read(principal, loaded[0].access):
             continue
-        found = _find_span(loaded[1], sha, width, near=0)
+        found = _find_span(loaded[1], str(ref["text_sha"]), width, near=0)
         if found is not None:
             return other, found[0], found[1]
     return None
+
+
+def _candidates(kb: _Kb, ref: dict[str, Any], exclude: str) -> list[str]:
+    """Documents that may hold the cited text, without reading them all: the ones
+    with the old content hash (a pure rename) first, then the ones whose stored
+    text has the longest words of the reference's excerpt (at most 50)."""
+    conn = kb.store.conn
+    out = [r[0] for r in conn.execute("SELECT path FROM documents WHERE content_hash = ? "
+                                      "AND path != ? ORDER BY path",
+                                      (str(ref.get("doc_hash", "")), exclude))]
+    words = sorted(set(_WORD.findall(str(ref.get("excerpt", "")))), key=lambda w: (-len(w), w))
+    if not words:
+        return out
+    like = " AND ".join(["text LIKE ? ESCAPE '\\'"] * min(3, len(words)))
+    pats = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for w in words[:3]]
+    rows = conn.execute(f"SELECT path FROM documents WHERE path != ? AND {like} "
+                        "ORDER BY path LIMIT 50", (exclude, *pats))
+    return out + [r[0] for r in rows if r[0] not in out]
 
 
 def word_diff(old: str, new: str) -> list[str]:
