@@ -147,8 +147,9 @@ FolderWatcher(ingestor, root, debounce_ms=200, step_ms=50,
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_kill_9_during_an_update_leaves_a_usable_kb_and_the_next_start_catches_up(
-        make_folder, settings, embedder, tmp_path):
+        make_folder, settings, embedder, tmp_path, sig):
     root = make_folder({"a.md": "# Alpha\n\nThe aardvark sleeps.\n"})
     Ingestor(settings, "w", embedder=embedder).run(root)
     marker = tmp_path / "marker"
@@ -165,13 +166,15 @@ def test_kill_9_during_an_update_leaves_a_usable_kb_and_the_next_start_catches_u
             pytest.fail("the watcher never started the update")
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
         gen = current_generation(kb_dir)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+        os.kill(proc.pid, sig)
+        proc.wait(60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
     assert current_generation(kb_dir) == gen  # the killed update never published
+    if sig == signal.SIGINT:  # Ctrl-C: the half-built generation is cleaned up at once
+        assert sorted(d.name for d in kb_dir.glob("gen-*")) == [gen]
     kb = KnowledgeBase(settings, "w")  # usable: opens, consistent, searchable
     assert kb.store.paths() == ["a.md"]
     kb.close()
