@@ -176,14 +176,13 @@ def _find_span(lines: list[Line], sha: str, width: int, near: int) -> tuple[int,
     """Lines ``a``-``a+width`` whose text hashes to ``sha`` (the match nearest to
     ``near``), or None. Windows are taken by line number, as a reference is."""
     hits: list[tuple[int, int]] = []
+    j = 0  # one past the window's last line
     for i, first in enumerate(lines):
         a = first.number
-        window = []
-        for ln in lines[i:]:
-            if ln.number > a + width:
-                break
-            window.append(ln)
-        if window and text_sha(joined(window)) == sha:
+        j = max(j, i)
+        while j < len(lines) and lines[j].number <= a + width:
+            j += 1
+        if j > i and text_sha(joined(lines[i:j])) == sha:
             hits.append((a, a + width))
     return min(hits, key=lambda h: abs(h[0] - near)) if hits else None
 

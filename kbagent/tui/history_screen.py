@@ -99,6 +99,9 @@ class HistoryScreen(Screen):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[Any] = []
+        # (entry id, the KBs' live generations) -> its status cell: a search typed
+        # letter by letter re-lists the entries without checking them again
+        self._marks: dict[tuple[int, tuple[str, ...]], str] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -132,6 +135,14 @@ class HistoryScreen(Screen):
 
     def _status(self, e: Any) -> str:
         """The entry's status, marked when a cited source changed since the answer."""
+        from kbagent.kb.knowledge_base import current_generation
+
+        key = (e.id, tuple(current_generation(kb.dir) or "" for kb in self.app.session.kbs))
+        if key not in self._marks:
+            self._marks[key] = self._check(e)
+        return self._marks[key]
+
+    def _check(self, e: Any) -> str:
         try:
             checks = self.app.answer_checks(self.app.history.get(e.id).result)
         except KbagentError:
