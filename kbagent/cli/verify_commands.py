@@ -29,7 +29,7 @@ COLOURS = {"unchanged": "green", "unchecked": "dim", "moved": "yellow", "changed
 def verify(
     ctx: typer.Context,
     file: Annotated[Path | None, typer.Argument(
-        help="Batch output (JSONL), an 'ask --json' file or a trace.",
+        metavar="FILE", help="Batch output (JSONL), an 'ask --json' file or a trace.",
         show_default=False)] = None,
     history: Annotated[bool, typer.Option("--history", help="Check the answers in the "
                                           "history database instead of a file.")] = False,
