@@ -226,6 +226,7 @@ class Session:
     def kb(self, name: str) -> Any:
         for kb in self.kbs:
             if kb.name == name:
+                kb.refresh()  # follow a generation published since (ingest, --watch)
                 return kb
         raise NotFoundError(f"KB '{name}' is not open in this session")
 

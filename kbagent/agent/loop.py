@@ -71,6 +71,7 @@ from kbagent.agent.tools import ToolContext, registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
@@ -114,13 +115,19 @@ class Agent:
             raise BadInputError("empty question")
         if cancel is not None:
             self._cancel = cancel
+        run = self._run(question)
         try:
-            yield from self._run(question)
+            for ev in run:
+                if isinstance(ev, Final):  # references record what they cited (hashes)
+                    stamp_references(self.kbs, ev.result.references)
+                    stamp_references(self.kbs, ev.result.all_references)
+                yield ev
         finally:
+            run.close()
             if cancel is None or self._cancel is cancel:
                 self._cancel = CancelToken()  # the next run starts uncancelled
 
-    def _run(self, question: str) -> Iterator[Event]:
+    def _run(self, question: str) -> Generator[Event, None, None]:
         cfg = self.config
         mode = route(question) if cfg.mode == AskMode.AUTO else AskMode(cfg.mode)
         if mode != AskMode.DIRECT and not self.kbs:

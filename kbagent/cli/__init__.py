@@ -61,4 +61,5 @@ from kbagent.cli import (  # noqa: E402,F401
     eval_commands,
     kb_commands,
     tui_commands,
+    verify_commands,
 )

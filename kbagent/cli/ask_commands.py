@@ -151,9 +151,23 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
     """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there
     (finding and reading it is :mod:`kbagent.session`'s job; ``principal`` must be
     allowed to read the document, checked again now)."""
+    from kbagent.kb.provenance import ReferenceChecker, RefState
     from kbagent.session import editor_command, find_reference, reference_view
 
     ref = find_reference(answer, n)
+    checker = ReferenceChecker(settings, principal)
+    try:
+        check = checker.check(ref)
+    finally:
+        checker.close()
+    if check.state is RefState.MOVED:  # show the text where it is now
+        ref = {**ref, "path": check.now_path, "start_line": check.now_start,
+               "end_line": check.now_end}
+    if check.state is RefState.GONE:
+        from kbagent.errors import NotFoundError
+
+        raise NotFoundError(f"[{n}] {ref['path']}:{ref['start_line']}-{ref['end_line']}: "
+                            f"{check.detail}")
     view = reference_view(settings, ref, principal=principal)
     if editor:
         code = subprocess.call(editor_command(view.on_disk, view.start_line))
@@ -168,6 +182,21 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
     width = len(str(view.end_line))
     for ln in view.lines:
         out.print(f"[dim]{ln.number:>{width}}│[/] {escape(ln.text)}")
+    print_check(check)
+
+
+def print_check(check: Any) -> None:
+    """Say whether the cited text changed since the answer (and how)."""
+    from rich.markup import escape
+
+    from kbagent.kb.provenance import RefState
+
+    colour = {RefState.UNCHANGED: "green", RefState.UNCHECKED: "dim",
+              RefState.MOVED: "yellow"}.get(check.state, "red")
+    out = stdout_console()
+    out.print(f"[{colour}]{escape(check.detail)}[/]")
+    for d in check.diff:
+        out.print(f"  [{'red' if d.startswith('-') else 'green'}]{escape(d)}[/]")
 
 
 @app.command()

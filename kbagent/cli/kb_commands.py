@@ -106,6 +106,9 @@ def ingest(
                                                  "per-file report on stdout.")] = ReportFormat.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Then keep watching the folder and apply each burst of changes "
+        "(one new generation per batch) until Ctrl-C.")] = False,
 ) -> None:
     """Build or update a KB from a folder (incremental; unchanged files are skipped)."""
     from kbagent.kb.ingest import Ingestor
@@ -114,9 +117,13 @@ def ingest(
     settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
     show_bar = not quiet and sys.stderr.isatty()
+    bars: list[_ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
+    ingestor = Ingestor(settings, name, progress=lambda *a: bars[0](*a) if bars else None)
     try:
         with _ProgressBar(show_bar) as bar:
-            result = Ingestor(settings, name, progress=bar).run(path, rebuild=rebuild)
+            bars.append(bar)
+            result = ingestor.run(path, rebuild=rebuild)
+        bars.clear()
     except KeyboardInterrupt:
         raise ingest_interrupted(name) from None
     if report is ReportFormat.json:
@@ -144,6 +151,32 @@ def ingest(
         f"KB '{name}' {verb}: {parts}; {result.chunks_total} chunks "
         f"({result.chunks_embedded} embedded) in {result.seconds:.1f}s"
     )
+    if watch:
+        watch_folder(ingestor, path, name)
+
+
+def watch_folder(ingestor: Any, path: Path, name: str) -> None:
+    """``ingest --watch``: one log line per applied batch until Ctrl-C."""
+    from rich.markup import escape
+
+    from kbagent.kb.knowledge_base import current_generation
+    from kbagent.kb.watch import FolderWatcher
+
+    out, err = stdout_console(), stderr_console()
+
+    def log(update: Any) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        if update.error:
+            err.print(f"{stamp} [red]{escape(update.line())}[/]")
+        elif update.committed:
+            out.print(f"{stamp} {escape(update.line())}")
+
+    err.print(f"watching {escape(str(path))} for KB '{name}' (Ctrl-C to stop)")
+    try:
+        FolderWatcher(ingestor, path, on_update=log).run()
+    except KeyboardInterrupt:
+        gen = current_generation(ingestor.dir) or "none"
+        err.print(f"stopped watching; KB '{name}' is at {gen}")
 
 
 def ingest_interrupted(name: str) -> Interrupted:

@@ -59,7 +59,7 @@ from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
 from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
-from kbagent.kb.walker import walk
+from kbagent.kb.walker import is_named, walk, walk_named
 from kbagent.settings import Settings
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -112,6 +112,9 @@ class Ingestor:
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
+        # watch mode (kb/watch.py): the paths file events named; no other file is
+        # visited or read, a known one is kept as it is (None: walk and read every file)
+        self.only_paths: set[str] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -200,7 +203,8 @@ class Ingestor:
     def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
               model_id: str) -> tuple[list[_Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        files = list(walk(source))
+        files = list(walk(source)) if self.only_paths is None else walk_named(
+            source, self.only_paths, base_docs)
         pending: list[_Pending] = []
         keep: set[str] = set()
         for i, sf in enumerate(files):
@@ -210,6 +214,12 @@ class Ingestor:
                     sf.path, "skipped",
                     f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
                 continue
+            old = base_docs.get(sf.path)
+            if (self.only_paths is not None and old is not None and not is_named(
+                    sf.path, self.only_paths) and self._rules.text == self._old_rules.text):
+                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                keep.add(sf.path)
+                continue
             try:
                 data = sf.abspath.read_bytes()
             except OSError as e:
@@ -217,7 +227,6 @@ class Ingestor:
                 keep.add(sf.path)  # keep the stored version of a file we cannot read now
                 continue
             digest = hashlib.sha256(data).hexdigest()
-            old = base_docs.get(sf.path)
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
             if old is not None and old.content_hash == digest and not rule_changed:

@@ -135,6 +135,32 @@ class KbApp(App):
         except KbagentError:
             return None
 
+    def reference_check(self, ref: dict[str, Any]) -> Any | None:
+        """Has the cited text changed since the answer? (kb.provenance.RefCheck)"""
+        from kbagent.kb.provenance import ReferenceChecker
+
+        checker = ReferenceChecker(self.session.settings, self.session.principal,
+                                   kbs={kb.name: kb for kb in self.session.kbs})
+        try:
+            return checker.check(ref)
+        except KbagentError:
+            return None
+        finally:
+            checker.close()
+
+    def answer_checks(self, answer: dict[str, Any]) -> dict[int, Any]:
+        """Reference number -> RefCheck for the cited references of a saved answer."""
+        from kbagent.kb.provenance import ReferenceChecker, cited_chunks
+
+        checker = ReferenceChecker(self.session.settings, self.session.principal,
+                                   kbs={kb.name: kb for kb in self.session.kbs})
+        try:
+            return {int(c.get("n", 0)): checker.check(c) for c in cited_chunks(answer)}
+        except KbagentError:
+            return {}
+        finally:
+            checker.close()
+
     def open_reference(self, ref: dict[str, Any], editor: bool = False) -> None:
         if editor:
             self.open_in_editor(ref)

@@ -321,7 +321,12 @@ class AskScreen(Screen):
         if ref is None:
             self.notify(f"no reference [{n}] in this answer", severity="warning")
             return
-        turn.detail.update(reference_detail(ref, self.app.reference_lines(ref)))
+        check = self.app.reference_check(ref)
+        shown = ref
+        if check is not None and str(check.state) == "moved":  # the lines where it is now
+            shown = {**ref, "path": check.now_path, "start_line": check.now_start,
+                     "end_line": check.now_end}
+        turn.detail.update(reference_detail(ref, self.app.reference_lines(shown), check))
         turn.detail.add_class("-shown")
 
     @on(Badge.Selected)

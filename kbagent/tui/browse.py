@@ -3,6 +3,7 @@ KB's documents, and ingesting a folder with a progress bar (cancellable)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,9 @@ class BrowseScreen(Screen):
                 continue
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at))
             kb = open_kbs.get(i.name)
+            if kb is not None:
+                with contextlib.suppress(KbagentError):
+                    kb.refresh()  # follow a generation published since (ingest, --watch)
             if kb is not None:  # counts of what the session's principal may read
                 docs, chunks = kb.store.visible_counts(self.app.session.principal)
                 info_lines.append(f"{i.name}: {docs} documents, {chunks} chunks, "

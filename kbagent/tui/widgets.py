@@ -172,14 +172,19 @@ class ReferencesPanel(Tree[dict]):
             super().__init__()
             self.ref, self.editor = ref, editor
 
-    def __init__(self, references: list[dict[str, Any]], **kwargs: Any) -> None:
+    def __init__(self, references: list[dict[str, Any]], checks: dict[int, Any] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__("references", **kwargs)
         self.show_root = False
+        checks = checks or {}  # n -> kb.provenance.RefCheck: what became of the source
         for doc in references:
             node = self.root.add(f"{doc['kb']}:{doc['path']}", expand=True,
                                  data={"doc": doc})
             for c in doc["chunks"]:
                 mark = " ⚠" if c.get("supported") is False else ""
+                check = checks.get(c["n"])
+                if check is not None and check.stale:
+                    mark += f" · {check.state} since the answer"
                 node.add_leaf(f"[{c['n']}] lines {c['start_line']}-{c['end_line']} · "
                               f"score {c.get('score') or 0:.3f}{mark}", data=c)
 
