@@ -55,6 +55,7 @@ class ExtractedDoc:
     title: str = ""
     access: list[str] = field(default_factory=list)  # ACL from front-matter; [] = everyone
     access_declared: bool = False  # front-matter has an ``access`` key (it then wins)
+    access_error: str = ""  # why the declaration could not be read (access is then hidden)
     body_start: int = 0  # index into ``lines`` where the body starts (after front-matter)
     language: str = ""  # for code: python, go, ...
     sections: list[tuple[int, str]] = field(default_factory=list)  # explicit (line index, heading)
@@ -122,9 +123,13 @@ class FileReport:
     status: str  # added, updated, removed, skipped, unchanged, failed
     reason: str = ""
     chunks: int = 0
+    hidden: bool = False  # stored readable by nobody: its access declaration is malformed
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.hidden:  # the key appears only where it is true
+            del out["hidden"]
+        return out
 
 
 @dataclass
@@ -144,7 +149,11 @@ class IngestReport:
 
     def summary(self) -> dict[str, int]:
         keys = ("added", "updated", "removed", "unchanged", "skipped", "failed")
-        return {k: self.count(k) for k in keys}
+        out = {k: self.count(k) for k in keys}
+        hidden = sum(1 for f in self.files if f.hidden)
+        if hidden:  # also counted above as added/updated/unchanged
+            out["hidden"] = hidden
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
