@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -111,8 +112,21 @@ class Hit:
     title: str = ""
     rerank_score: float | None = None  # set when a reranker reordered the fused hits
 
+    @property
+    def public_id(self) -> str:
+        """The chunk's id as shown to callers: a hash of what the caller already sees
+        (KB, path, lines, text), stable while the chunk is unchanged. The store's
+        integer ``chunk_id`` is sequential over every chunk, hidden ones included, so
+        its gaps would count the chunks a caller may not read; it never leaves the
+        process."""
+        key = "\0".join((self.kb, self.path, str(self.start_line), str(self.end_line),
+                          self.text))
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["chunk_id"] = self.public_id
+        return out
 
 
 @dataclass
