@@ -43,8 +43,11 @@ BINARY = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".z
 
 _FRONT_MATTER_END = {"---": ("---", "..."), "+++": ("+++",)}  # YAML, TOML
 _FRONT_MATTER_LINES = 200  # a block must close within this many lines
-# does a block that cannot be parsed mention an access key? (then it fails closed)
+# does a block mention an access key? A block that never closes must look like a key
+# (``access:``/``access =``); one that closes but does not parse needs only a line that
+# starts with the word (``access>``, ``Access [hr``): either way it then fails closed
 _ACCESS_KEY = re.compile(r"""^[\s-]*["']?access["']?\s*[:=]""", re.IGNORECASE | re.MULTILINE)
+_ACCESS_WORD = re.compile(r"""^[\s\-?"']*access\b""", re.IGNORECASE | re.MULTILINE)
 
 
 class Skip(Exception):
@@ -121,6 +124,7 @@ def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int, str]:
     mentions = bool(_ACCESS_KEY.search(block))
     if end is None:
         return {}, 0, (f"front-matter opened with '{opener}' never closes" if mentions else "")
+    mentions = mentions or bool(_ACCESS_WORD.search(block))
     try:
         data = _parse_block(block, opener)
     except ValueError as e:
