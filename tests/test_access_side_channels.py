@@ -85,3 +85,48 @@ def test_kbs_size_is_per_caller(two_kbs):
     assert execs["with"]["size_bytes"] == sum(len(t.encode()) for t in
                                               {**PUBLIC, **HIDDEN}.values())
     assert execs["without"]["size_bytes"] == anon["without"]["size_bytes"]
+
+
+# ---------------------------------------------------------------- BM25 statistics
+STATS_PUBLIC = {
+    "p1.md": "# Pool\n\nThe quokka pool opens at noon.\n",
+    "p2.md": "# Pool\n\nThe quokka pool opens at noon.\n",  # identical to p1
+    "p3.md": "# Census\n\nA census of every quokka, wombat and numbat on the island.\n",
+}
+STATS_HIDDEN = {  # shares 'quokka' and 'pool', and is long (it moves the average length)
+    "secret.md": "---\naccess: [executives]\n---\n# Bonus\n\n"
+                 + "The quokka bonus pool pays out. " * 30 + "\n",
+}
+
+
+def bm25_scores(settings, name: str, query: str, principal) -> dict[str, float]:
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.search import HybridSearcher
+
+    kb = KnowledgeBase(settings, name)
+    try:
+        hits = HybridSearcher([kb]).search(query, k=10, mode="bm25", principal=principal).hits
+        return {h.path: h.bm25_score for h in hits}
+    finally:
+        kb.close()
+
+
+def test_bm25_scores_do_not_depend_on_hidden_documents(settings, make_folder, embedder):
+    from kbagent.kb.access import ANONYMOUS, Principal
+
+    Ingestor(settings, "with", embedder=embedder).run(make_folder({**STATS_PUBLIC,
+                                                                    **STATS_HIDDEN}))
+    Ingestor(settings, "without", embedder=embedder).run(make_folder(STATS_PUBLIC))
+    for query in ("quokka pool", "quokka", "pool census numbat", "quokka island"):
+        for who in (ANONYMOUS, Principal("sam", frozenset({"hr"}))):
+            with_hidden = bm25_scores(settings, "with", query, who)
+            without = bm25_scores(settings, "without", query, who)
+            assert set(with_hidden) == set(without), query
+            for path, score in without.items():
+                assert with_hidden[path] == pytest.approx(score, rel=1e-4), (query, path)
+            assert with_hidden.get("p1.md") == with_hidden.get("p2.md")
+    # an executive reads everything: tantivy's own statistics, the hidden doc counted
+    execs = bm25_scores(settings, "with", "quokka pool", Principal("m", frozenset({"executives"})))
+    assert "secret.md" in execs
+    assert execs["p1.md"] != pytest.approx(bm25_scores(settings, "without", "quokka pool",
+                                                       ANONYMOUS)["p1.md"], rel=1e-4)
