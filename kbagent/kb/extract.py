@@ -120,7 +120,8 @@ def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int, str]:
     ends = _FRONT_MATTER_END[opener]
     end = next((i for i in range(start + 1, min(len(lines), start + _FRONT_MATTER_LINES))
                 if lines[i].text.strip() in ends), None)
-    block = "\n".join(ln.text for ln in lines[start + 1:end or len(lines)])
+    stop = end if end is not None else min(len(lines), start + _FRONT_MATTER_LINES)
+    block = "\n".join(ln.text for ln in lines[start + 1:stop])
     mentions = bool(_ACCESS_KEY.search(block))
     if end is None:
         return {}, 0, (f"front-matter opened with '{opener}' never closes" if mentions else "")
@@ -133,7 +134,7 @@ def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int, str]:
         return {}, end + 1, ("front-matter is not a mapping" if mentions else "")
     keys = [k for k in data if isinstance(k, str) and k.strip().lower() == "access"]
     if len(keys) > 1:
-        return {}, end + 1, f"front-matter declares access twice ({', '.join(keys)})"
+        return {}, end + 1, f"front-matter declares access twice ({', '.join(map(repr, keys))})"
     if keys:
         data = {**data, "access": data[keys[0]]}
     return data, end + 1, ""
