@@ -185,7 +185,7 @@ def probe(kb: KnowledgeBase, n_queries: int, seed: int) -> dict:
             text = out.text
             for v in args.values():
                 text = text.replace(str(v), "")
-            shown = ({s.split(":")[0] for s in out.sources}
+            shown = ({s.path for s in out.sources}
                      | {ln.strip() for ln in out.text.splitlines()}
                      | set(re.findall(r"[ro]/MED-\d+\.md", text)))
             tool_leaks += sum(1 for p in shown if access.get(p))

@@ -15,15 +15,16 @@ frequency (count queries under the same access filter) and the average length
 (the ``body_tokens`` fast field summed under the filter). Term frequency and
 field length per candidate come from tantivy's own explanation, so a score is
 exactly the BM25 tantivy would give if the index held only the visible chunks.
-The candidates are the best ``max(4 x limit, 400)`` by the global statistics; a
-query matching more visible chunks than that is exact within that pool. An
+The candidates are the best ``max(2 x limit, 100)`` by the global statistics; a
+query matching more visible chunks than that is exact within that pool (about
+50 us per candidate, measured in BENCHMARKS.md). An
 index built before ``body_tokens`` existed keeps the global average length.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, index_tokens
 
 ANALYZER = "kb_en"
 BODY_TOKENS = "body_tokens"  # fast field: analysed tokens of ``body`` (per-caller avgdl)
-POOL_MIN = 400  # candidates rescored with per-caller statistics (at least 4 x limit)
+POOL_MIN = 100  # candidates rescored with per-caller statistics (at least 2 x limit)
 
 
 def _analyzer() -> Any:
@@ -200,7 +201,7 @@ class LexicalIndex:
                     (t.Occur.Must, allowed)]))
             return df[term]
 
-        pool = max(4 * limit, POOL_MIN)
+        pool = max(2 * limit, POOL_MIN)
         hits = searcher.search(query, pool, count=False).hits
         if not hits:
             return []
@@ -210,7 +211,7 @@ class LexicalIndex:
         scored: list[tuple[int, float]] = []
         for (_, addr), cid in zip(hits, ids, strict=True):
             assert cid is not None  # every indexed chunk has a chunk_id
-            explained = json.loads(text_query.explain(searcher, addr).to_json())
+            explained = text_query.explain(searcher, addr).to_json()
             score = 0.0
             for term, parts in _term_parts(explained):
                 n_t = visible_df(term)
@@ -223,24 +224,23 @@ class LexicalIndex:
         return scored[:limit]
 
 
-_PARTS = {"freq,": "freq", "k1,": "k1", "b,": "b", "dl,": "dl", "avgdl,": "avgdl"}
+# one BM25 factor or the term of a TermQuery in tantivy's explanation JSON (serde writes
+# a node's "details" before its "context", so a term's factors come before its name)
+_EXPLAINED = re.compile(
+    r'"value":\s*([-+0-9.eE]+),\s*"description":\s*"(freq|k1|b|dl|avgdl),'
+    r'|"context":\s*\[\s*"Term=Term\(field=\d+, type=Str, \\"((?:[^"\\]|\\.)*?)\\"\)"')
+_FACTORS = ("freq", "k1", "b", "dl", "avgdl")
 
 
-def _term_parts(node: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
+def _term_parts(explained: str) -> list[tuple[str, dict[str, float]]]:
     """(term, {freq, k1, b, dl, avgdl}) of every TermQuery in a tantivy explanation."""
-    if str(node.get("description", "")).startswith("TermQuery"):
-        context = " ".join(node.get("context") or [])
-        term = context.rsplit('"', 2)[-2] if context.count('"') >= 2 else ""
-        parts: dict[str, float] = {}
-        stack = list(node.get("details") or [])
-        while stack:
-            d = stack.pop()
-            name = _PARTS.get(str(d.get("description", "")).split(" ", 1)[0])
-            if name:
-                parts[name] = float(d["value"])
-            stack.extend(d.get("details") or [])
-        return [(term, parts)] if len(parts) == len(_PARTS) else []
     out: list[tuple[str, dict[str, float]]] = []
-    for d in node.get("details") or []:
-        out += _term_parts(d)
+    parts: dict[str, float] = {}
+    for m in _EXPLAINED.finditer(explained):
+        if m.group(2):
+            parts[m.group(2)] = float(m.group(1))
+        else:
+            if all(f in parts for f in _FACTORS):
+                out.append((m.group(3), parts))
+            parts = {}
     return out
