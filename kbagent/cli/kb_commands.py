@@ -268,8 +268,11 @@ def search(
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
                 "bm25_score", "vector_rank", "vector_score", "rerank_score", "chunk_id", "title",
                 "text")
-        typer.echo(json.dumps([{k_: getattr(h, k_) for k_ in keys} for h in result.hits],
-                              indent=2, ensure_ascii=False))
+        # chunk_id: an opaque id (Hit.public_id); the store's sequential ids would
+        # reveal, by their gaps, how many hidden chunks lie between visible ones
+        shown = [{k_: h.public_id if k_ == "chunk_id" else getattr(h, k_) for k_ in keys}
+                 for h in result.hits]
+        typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
         return
     out = stdout_console()
     from rich.markup import escape
@@ -319,7 +322,7 @@ def kbs(
     groups: GroupsOpt = None,
 ) -> None:
     """List KBs: name, source folder, documents, chunks, model, size, last ingest
-    (documents and chunks: those the caller may read)."""
+    (documents, chunks and size: those of the documents the caller may read)."""
     if ctx.invoked_subcommand is not None:
         return
     from kbagent.kb.knowledge_base import list_kbs
@@ -371,19 +374,23 @@ def kbs_rm(
 
 
 def visible_info(settings: Any, info: Any, principal: Any) -> Any:
-    """``info`` with the document and chunk counts ``principal`` may read."""
+    """``info`` with the document and chunk counts ``principal`` may read, and as its
+    size the bytes of those documents' source files (not the index on disk, whose
+    size would count the documents the caller may not read)."""
     if info.error:
+        info.size_bytes = 0
         return info
     from kbagent.kb.knowledge_base import KnowledgeBase
 
     try:
         kb = KnowledgeBase(settings, info.name)
     except KbagentError as e:
-        info.documents = info.chunks = 0
+        info.documents = info.chunks = info.size_bytes = 0
         info.error = str(e)
         return info
     try:
         info.documents, info.chunks = kb.store.visible_counts(principal)
+        info.size_bytes = kb.store.visible_bytes(principal)
     finally:
         kb.close()
     return info

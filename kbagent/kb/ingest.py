@@ -24,7 +24,13 @@ import numpy as np
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb import symbol_index
-from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
+from kbagent.kb.access import (
+    HIDDEN_GROUP,
+    AccessRules,
+    effective_groups,
+    load_access_rules,
+    parse_access_rules,
+)
 from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.embedder import (
@@ -65,6 +71,12 @@ from kbagent.settings import Settings
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_GROUP = 256  # chunks per encode call: big enough to batch well, small for progress
 VECTOR_GROUP = 4096  # vectors per usearch add: one call per document costs ~30% more
+
+
+def _hide(fr: FileReport, why: str) -> None:
+    """Mark a file stored readable by nobody because its access declaration is malformed."""
+    fr.hidden = True
+    fr.reason = f"malformed access declaration ({why}); hidden until fixed"
 
 
 @dataclass
@@ -230,7 +242,10 @@ class Ingestor:
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
             if old is not None and old.content_hash == digest and not rule_changed:
-                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
+                if HIDDEN_GROUP in old.access:
+                    _hide(fr, "unchanged since the last ingest")
+                report.files.append(fr)
                 keep.add(sf.path)
                 continue
             status = "updated" if old is not None else "added"
@@ -246,7 +261,10 @@ class Ingestor:
                 keep.add(sf.path)
                 continue
             if old is not None and old.content_hash == digest and doc.access == old.access:
-                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
+                if doc.access_error:
+                    _hide(fr, doc.access_error)
+                report.files.append(fr)
                 keep.add(sf.path)  # a .kbaccess change that front-matter overrides
                 continue
             chunks = chunk_document(doc, self.settings.chunk_tokens, self.settings.chunk_overlap)
@@ -257,6 +275,8 @@ class Ingestor:
             fr = FileReport(sf.path, status, chunks=len(chunks))
             if old is not None and old.content_hash == digest:
                 fr.reason = "access changed (.kbaccess)"
+            if doc.access_error:
+                _hide(fr, doc.access_error)
             report.files.append(fr)
             pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
             keep.add(sf.path)

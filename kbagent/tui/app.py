@@ -180,9 +180,9 @@ class KbApp(App):
             self.notify(str(e), title="Cannot open the document", severity="error")
             return
         source = kb.manifest.get("source", "")
+        outline = code_outline(kb, path, self.session.principal) if chunks else None
         self.push_screen(DocumentScreen(kb_name, path, doc.lines, highlight=lines,
-                                        chunks=spans, source=source,
-                                        outline=code_outline(kb, path) if chunks else None))
+                                        chunks=spans, source=source, outline=outline))
 
     def open_in_editor(self, ref: dict[str, Any]) -> None:
         from pathlib import Path
@@ -252,13 +252,13 @@ class KbApp(App):
         gc.enable()  # paused during a run (tui/ask.py pause_collector)
 
 
-def code_outline(kb: Any, path: str) -> list[tuple[int, str, str]]:
+def code_outline(kb: Any, path: str, principal: Principal) -> list[tuple[int, str, str]]:
     """(line, kind, name) of a source file's definitions; [] for other files or a KB
     without a symbol index (the document still opens)."""
     from kbagent.kb.symbol_index import SymbolIndex
 
     try:
-        hits, _ = SymbolIndex(kb).outline(path)
+        hits, _ = SymbolIndex(kb, principal).outline(path)
     except KbagentError:
         return []
     return [(h.line, h.kind, h.qualname or h.name) for h in hits]
