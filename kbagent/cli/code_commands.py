@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from kbagent.cli import app
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
+from kbagent.safe_text import json_text
 
 code_app = typer.Typer(help="Look up code symbols: definitions, references, callers, outlines.",
                        no_args_is_help=True)
@@ -41,12 +41,12 @@ def _indexes(ctx: typer.Context, kb: list[str] | None) -> list[Any]:
 
 def _print(hits: list[Any], as_json: bool, empty: str, multi: bool) -> None:
     if as_json:
-        typer.echo(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        typer.echo(json_text([h.to_dict() for h in hits], indent=2))
         return
     if not hits:
         stderr_console().print(empty)
         return
-    from rich.markup import escape
+    from kbagent.cli.common import literal as escape
 
     out = stdout_console()
     for h in hits:
@@ -115,11 +115,10 @@ def code_outline(
             last = e
             continue
         if as_json:
-            typer.echo(json.dumps({"kb": idx.kb.name, "path": path, "error": error,
-                                   "definitions": [h.to_dict() for h in hits]},
-                                  indent=2, ensure_ascii=False))
+            typer.echo(json_text({"kb": idx.kb.name, "path": path, "error": error,
+                                  "definitions": [h.to_dict() for h in hits]}, indent=2))
             return
-        from rich.markup import escape
+        from kbagent.cli.common import literal as escape
 
         out = stdout_console()
         for h in hits:
