@@ -24,7 +24,10 @@ CLEAR = "\x1b[2J\x1b[H"
 C1 = "\x9b31m\x9d0;C1-TITLE\x9c"
 MARKUP = "[bold]exponential backoff[/bold]"
 LINK = "[link=https://evil.test]the runbook[/link]"
-HOSTILE_NAME = f"notes/esc{TITLE}[blink]b.md"  # no "/" in a name: an open tag only
+# in a name: BEL ends the title (ST is ESC \\, and kb/views.py reads "\\" as "/"), and no
+# "/": an open tag only
+NAME_TITLE = "\x1b]0;PWNED-TITLE\x07"
+HOSTILE_NAME = f"notes/esc{NAME_TITLE}[blink]b.md"
 DOC = (f"# Retry policy{TITLE}\n\n"
        f"The retry policy uses {MARKUP} {CLIPBOARD}with a cap of 5 s.\n"
        f"See {LINK} {CLEAR}for the details{C1}.\n")
@@ -48,7 +51,7 @@ def hostile(settings, tmp_path, embedder):
     """A KB 'evil' ingested from a folder whose name, file names and text attack."""
     from kbagent.kb.ingest import Ingestor
 
-    root = tmp_path / f"docs{TITLE}[reverse]src"
+    root = tmp_path / f"docs{NAME_TITLE}[reverse]src"
     (root / "notes").mkdir(parents=True)
     (root / HOSTILE_NAME).write_text(DOC, encoding="utf-8")
     (root / "guide.md").write_text(DOC, encoding="utf-8")
