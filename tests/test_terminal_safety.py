@@ -31,8 +31,8 @@ HOSTILE_NAME = f"notes/esc{NAME_TITLE}[blink]b.md"
 DOC = (f"# Retry policy{TITLE}\n\n"
        f"The retry policy uses {MARKUP} {CLIPBOARD}with a cap of 5 s.\n"
        f"See {LINK} {CLEAR}for the details{C1}.\n")
-CODE = ('def retry_handler():\n'
-        f'    return "{CLIPBOARD}[bold]handled[/bold]"  # {TITLE}\n')
+CODE = (f"def retry_handler():  # {CLIPBOARD}{TITLE}[bold]handled[/bold]\n"
+        "    return 1\n")
 # what must never reach a terminal: escape, BEL, the C1 CSI/OSC/ST, nor their payloads
 FORBIDDEN = ("\x1b", "\x07", "\x9b", "\x9d", "\x9c", "Q0xJUEJPQVJE", "PWNED-TITLE",
              "C1-TITLE")
@@ -158,7 +158,7 @@ def test_code_lookups_print_source_lines_as_plain_text(hostile):
     res = runner.invoke(app, ["code", "def", "retry_handler", "--kb", "evil"])
     assert res.exit_code == 0, res.output
     assert_safe(res.stdout + res.stderr)
-    assert "tool.py:1" in res.stdout
+    assert "tool.py:1" in res.stdout and "[bold]handled[/bold]" in res.stdout
     res = runner.invoke(app, ["code", "outline", "tool.py", "--kb", "evil"])
     assert res.exit_code == 0, res.output
     assert_safe(res.stdout + res.stderr)
