@@ -180,6 +180,7 @@ class Session:
         self.kbs: list[Any] = []
         self.failed_kbs: dict[str, str] = {}
         self._llm = llm
+        self._owns_llm = False  # loaded here (closed by close()), not handed in
         self._llm_lock = threading.Lock()
         self._searcher: Any = None
         self._token: CancelToken | None = None  # the current or prepared run's token
@@ -242,6 +243,7 @@ class Session:
                 from kbagent.agent.llm import load_llm
 
                 self._llm = load_llm(self.settings)
+                self._owns_llm = True
             return self._llm
 
     def set_llm(self, llm: Any) -> None:
@@ -314,9 +316,18 @@ class Session:
         save_last_answer(self.settings, result, self.principal)
 
     def close(self) -> None:
+        """Close the KBs, and the model if this session loaded it (a model freed
+        explicitly, not by its finaliser at interpreter exit)."""
         for kb in self.kbs:
             kb.close()
         self.kbs = []
+        with self._llm_lock:
+            llm = self._llm if self._owns_llm else None
+            if llm is not None:
+                self._llm, self._owns_llm = None, False
+        close = getattr(llm, "close", None)
+        if close is not None:
+            close()
 
 
 def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:

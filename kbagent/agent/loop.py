@@ -73,6 +73,7 @@ from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
+from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
@@ -110,7 +111,7 @@ class Agent:
         """Answer ``question``. ``cancel`` is this run's token (a UI makes it before
         starting the run, so an early cancel is kept); without one the agent's own
         token is used, and a fresh one is made when the run ends."""
-        question = " ".join(question.split())
+        question = " ".join(valid_unicode(question).split())  # undecodable bytes: U+FFFD
         if not question:
             raise BadInputError("empty question")
         if cancel is not None:
@@ -306,7 +307,12 @@ class Agent:
     def answer_turn(self, s: RunState, step: int, rag: bool, message: str
                     ) -> Generator[Event, None, bool]:
         """The model writes the answer from ``message`` (sources and question). True
-        when the run already ended (a failure or a cancel)."""
+        when the run already ended (a failure or a cancel). A backend that sent nothing
+        until the time limit cut its last call is not asked again: the answer is what
+        was gathered, so a stalled server cannot hold the run past its limit."""
+        if s.stalled:
+            yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
+            return True
         started = time.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
         s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]

@@ -6,7 +6,6 @@ file fails exactly like ``outline`` of a missing one."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -21,6 +20,7 @@ from kbagent.cli.common import (
     stderr_console,
     stdout_console,
 )
+from kbagent.safe_text import json_text
 
 code_app = typer.Typer(help="Look up code symbols: definitions, references, callers, outlines.",
                        no_args_is_help=True)
@@ -56,12 +56,12 @@ def _indexes(ctx: typer.Context, kb: list[str] | None, as_user: str | None,
 
 def _print(hits: list[Any], as_json: bool, empty: str, multi: bool) -> None:
     if as_json:
-        typer.echo(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        typer.echo(json_text([h.to_dict() for h in hits], indent=2))
         return
     if not hits:
         stderr_console().print(empty)
         return
-    from rich.markup import escape
+    from kbagent.cli.common import literal as escape
 
     out = stdout_console()
     for h in hits:
@@ -135,11 +135,10 @@ def code_outline(
             last = e
             continue
         if as_json:
-            typer.echo(json.dumps({"kb": idx.kb.name, "path": path, "error": error,
-                                   "definitions": [h.to_dict() for h in hits]},
-                                  indent=2, ensure_ascii=False))
+            typer.echo(json_text({"kb": idx.kb.name, "path": path, "error": error,
+                                  "definitions": [h.to_dict() for h in hits]}, indent=2))
             return
-        from rich.markup import escape
+        from kbagent.cli.common import literal as escape
 
         out = stdout_console()
         for h in hits:

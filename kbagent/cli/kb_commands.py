@@ -16,6 +16,7 @@ from kbagent.cli.common import (
     AsOpt,
     GroupsOpt,
     handles_errors,
+    literal,
     principal_from,
     settings_from,
     stderr_console,
@@ -24,6 +25,7 @@ from kbagent.cli.common import (
 )
 from kbagent.errors import Interrupted, KbagentError
 from kbagent.kb.models import SearchMode
+from kbagent.safe_text import json_text
 from kbagent.settings import default
 from kbagent.text import shorten
 
@@ -133,17 +135,11 @@ def ingest(
     for f in result.files:
         if f.status in ("skipped", "failed"):
             colour = "yellow" if f.status == "skipped" else "red"
-            from rich.markup import escape
-
-            err.print(f"[{colour}]{f.status}[/] {escape(f.path)}: {escape(f.reason)}")
+            err.print(f"[{colour}]{f.status}[/] {literal(f.path)}: {literal(f.reason)}")
         elif f.reason:  # ingested, with a note (a syntax error the symbol index met)
-            from rich.markup import escape
-
-            err.print(f"[yellow]note[/] {escape(f.path)}: {escape(f.reason)}")
+            err.print(f"[yellow]note[/] {literal(f.path)}: {literal(f.reason)}")
     for what in result.repaired:  # a broken index found and rebuilt (kb/repair.py)
-        from rich.markup import escape
-
-        err.print(f"[yellow]repaired[/] {escape(what)}")
+        err.print(f"[yellow]repaired[/] {literal(what)}")
     s = result.summary()
     parts = ", ".join(f"{v} {k}" for k, v in s.items())
     verb = ("repaired" if result.repaired else "updated") if result.committed else "up to date"
@@ -272,13 +268,11 @@ def search(
         # reveal, by their gaps, how many hidden chunks lie between visible ones
         shown = [{k_: h.public_id if k_ == "chunk_id" else getattr(h, k_) for k_ in keys}
                  for h in result.hits]
-        typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+        typer.echo(json_text(shown, indent=2))
         return
     out = stdout_console()
-    from rich.markup import escape
-
     if not result.hits:
-        out.print(f"no hits for {query!r}")
+        out.print(f"no hits for {literal(repr(query))}")
     multi = len(kbs) > 1
     for i, h in enumerate(result.hits, 1):
         why = []
@@ -290,12 +284,12 @@ def search(
             why.append(f"rerank {h.rerank_score:.3f}")
         where = f"{h.kb}:" if multi else ""
         out.print(
-            f"[bold]{i:>2}.[/] [cyan]{escape(where + h.path)}:{h.start_line}-{h.end_line}[/]"
+            f"[bold]{i:>2}.[/] [cyan]{literal(where + h.path)}:{h.start_line}-{h.end_line}[/]"
             f"  [green]{h.score:.4f}[/]  [dim]({', '.join(why)})[/]"
         )
         if h.heading:
-            out.print(f"    [bold]{escape(h.heading)}[/]")
-        out.print(f"    {escape(_snippet(h.text))}")
+            out.print(f"    [bold]{literal(h.heading)}[/]")
+        out.print(f"    {literal(_snippet(h.text))}")
     load = f"; embedding model loaded in {load_s:.1f} s" if load_s >= 0.05 else ""
     stderr_console().print(f"[dim]{len(result.hits)} hits in {ms:.0f} ms ({mode.value}{load})[/]")
 
@@ -336,7 +330,6 @@ def kbs(
     if not infos:
         stderr_console().print("no knowledge bases yet; run 'kbagent ingest PATH'")
         return
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
@@ -344,8 +337,9 @@ def kbs(
         table.add_column(col, justify="right" if col in ("docs", "chunks", "size") else "left")
     for i in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at)) if i.updated_at else ""
-        source = f"[red]{escape(i.error)}[/]" if i.error else i.source
-        table.add_row(i.name, source, str(i.documents), str(i.chunks), i.embedding_model,
+        source = f"[red]{literal(i.error)}[/]" if i.error else literal(i.source)
+        table.add_row(literal(i.name), source, str(i.documents), str(i.chunks),
+                      literal(i.embedding_model),
                       _size(i.size_bytes), when)
     stdout_console().print(table)
 

@@ -21,10 +21,12 @@ from textual.screen import Screen
 from kbagent.errors import KbagentError
 from kbagent.history import History
 from kbagent.kb.access import ANONYMOUS, Principal
+from kbagent.safe_text import clean
 from kbagent.session import Session, document_chunk_spans, editor_command
 from kbagent.settings import Settings
 from kbagent.tui.ask import AskScreen
 from kbagent.tui.browse import BrowseScreen
+from kbagent.tui.format import literal
 from kbagent.tui.history_screen import HistoryScreen
 from kbagent.tui.search import SearchScreen
 
@@ -101,8 +103,8 @@ class KbApp(App):
         kbs = ", ".join(kb.name for kb in self.session.kbs) or "none"
         model = self.session.llm_description() if not self.llm_error else "no model"
         state = "" if self.session.llm_loaded or self.llm_error else " (loading)"
-        self.sub_title = (f"model: {model}{state} · KBs: {kbs} · as: "
-                          f"{self.session.principal.label}")
+        self.sub_title = literal(f"model: {model}{state} · KBs: {kbs} · as: "
+                                 f"{self.session.principal.label}")
 
     @work(thread=True, exclusive=True, group="llm", exit_on_error=False)
     def load_llm(self) -> None:
@@ -244,6 +246,13 @@ class KbApp(App):
     def _on_ask(self, action: str) -> None:
         self.switch_mode("ask")
         self.call_after_refresh(lambda: getattr(self.screen, action)())
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (screens' included: they call this one) shows its text
+        as written: messages quote file names, KB folders and errors."""
+        super().notify(clean(message), title=clean(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     def on_unmount(self) -> None:
         import gc

@@ -4,7 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
+
+from kbagent.safe_text import clean
 from kbagent.text import shorten
+
+
+def plain(text: object, style: str = "") -> Text:
+    """Text from documents, file names, the model or an error message, for a widget:
+    shown as written (``[bold]`` or ``[link=…]`` stay text, a Rich Text is never
+    parsed as markup) and without terminal control sequences (kbagent/safe_text.py)."""
+    return Text(clean(str(text)), style=style)
+
+
+def literal(text: object) -> str:
+    """The same for the Textual APIs that take a markup string (collapsible titles,
+    the header): control sequences removed, markup escaped."""
+    from textual.markup import escape
+
+    return escape(clean(str(text)))
 
 
 def excerpt(text: str, width: int = 160) -> str:

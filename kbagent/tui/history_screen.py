@@ -14,7 +14,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Markdown, Static
 
 from kbagent.errors import KbagentError
-from kbagent.tui.format import check_note, excerpt
+from kbagent.safe_text import clean
+from kbagent.tui.format import check_note, excerpt, plain
 from kbagent.tui.widgets import ReferencesPanel, answer_markdown
 
 
@@ -30,7 +31,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(self.question)
+            yield Static(plain(self.question))
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="error")
                 yield Button("No (n)", id="no")
@@ -55,13 +56,15 @@ class HistoryEntryScreen(Screen):
         res = e.result
         yield Header()
         with VerticalScroll(id="entry"):
-            yield Static(f"❯ {e.question}", classes="question")
-            yield Static(f"{e.status} · mode {e.mode} · KBs {', '.join(e.kbs)}", classes="route")
+            yield Static(plain(f"❯ {e.question}"), classes="question")
+            yield Static(plain(f"{e.status} · mode {e.mode} · KBs {', '.join(e.kbs)}"),
+                         classes="route")
             for s in res.get("steps", []):
                 what = f"{s['action']}({s.get('args') or ''})" if s.get("action") else "answer"
-                yield Static(f"{s['step']}. {what}  {s.get('summary') or ''}", classes="past-step")
+                yield Static(plain(f"{s['step']}. {what}  {s.get('summary') or ''}"),
+                             classes="past-step")
             md = "".join(answer_markdown(x["text"] + " ", x.get("supported"))
-                         for x in res.get("sentences", [])) or e.answer
+                         for x in res.get("sentences", [])) or clean(e.answer)
             yield Markdown(md, open_links=False, classes="answer")
             checks = self.app.answer_checks(res)
             stale = [c for c in checks.values() if c.stale]
@@ -130,8 +133,8 @@ class HistoryScreen(Screen):
         for e in self.entries:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.asked_at)) \
                 if self.app.timings else "—"
-            table.add_row(when, excerpt(e.question, 50), self._status(e),
-                          excerpt(e.answer, 60), key=str(e.id))
+            table.add_row(when, plain(excerpt(e.question, 50)), self._status(e),
+                          plain(excerpt(e.answer, 60)), key=str(e.id))
 
     def _status(self, e: Any) -> str:
         """The entry's status, marked when a cited source changed since the answer."""
