@@ -38,8 +38,8 @@ def test_tools_are_listed_with_schemas_and_answer_with_structured_results(home):
             res = await c.call_tool("search", {"query": "retry backoff base delay", "k": 3})
             assert not res.is_error
             hits = res.structured_content["hits"]
-            assert len(hits) == 3 and {h["path"] for h in hits} & {"engineering/design/retry_policy.md",
-                                                             "engineering/src/retry.py"}
+            retry = {"engineering/design/retry_policy.md", "engineering/src/retry.py"}
+            assert len(hits) == 3 and {h["path"] for h in hits} & retry
             assert hits[0]["start_line"] <= hits[0]["end_line"] and hits[0]["excerpt"]
             assert hits[0]["uri"] == "kbagent://sample/" + hits[0]["path"]
             assert any(h["bm25_rank"] for h in hits) and any(h["vector_rank"] for h in hits)
