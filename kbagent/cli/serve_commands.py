@@ -53,14 +53,17 @@ def mcp(ctx: typer.Context, kb: KbOpt = None, as_user: AsOpt = None, groups: Gro
         model: ModelOpt = None, llm_url: LlmUrlOpt = None) -> None:
     """Serve the KBs to an MCP client over stdio (Claude Desktop, Claude Code, oterm...).
     The caller is the principal given here (--as / --groups), else anonymous."""
+    import anyio
+
     from kbagent.server.mcp_server import build_server
+    from kbagent.server.stdio import run_stdio
 
     settings = settings_from(ctx)
     service = _service(ctx, kb, principal_from(settings, as_user, groups), model, llm_url)
     server = build_server(service)
     _quiet_logging()
     try:
-        server.run("stdio")
+        anyio.run(run_stdio, server)
     finally:
         service.close()
 
