@@ -163,3 +163,22 @@ def token_list(ctx: typer.Context, tokens: TokensOpt = None) -> None:
     for e in read_entries(_tokens_path(settings_from(ctx), tokens)):
         who = f"user {e.user}" if e.user else "groups " + ",".join(e.groups)
         typer.echo(f"{e.name}\t{who}")
+
+
+@app.command()
+@handles_errors
+def acp(ctx: typer.Context, kb: KbOpt = None, as_user: AsOpt = None, groups: GroupsOpt = None,
+        model: ModelOpt = None, llm_url: LlmUrlOpt = None) -> None:
+    """Talk to the KBs from an Agent Client Protocol editor (Zed, JetBrains, toad) over
+    stdio. The caller is the principal given here (--as / --groups), else anonymous."""
+    import asyncio
+
+    from kbagent.server.acp_agent import serve_acp
+
+    settings = settings_from(ctx)
+    service = _service(ctx, kb, principal_from(settings, as_user, groups), model, llm_url)
+    _quiet_logging()
+    try:
+        asyncio.run(serve_acp(service))
+    finally:
+        service.close()

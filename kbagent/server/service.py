@@ -176,10 +176,12 @@ class KbService:
     # --- questions ----------------------------------------------------------------
     def ask(self, principal: Principal, question: str, *, mode: str | None = None,
             token: CancelToken | None = None,
-            on_event: Callable[[Any], None] | None = None) -> m.AskResult:
+            on_event: Callable[[Any], None] | None = None,
+            previous: tuple[str, str] | None = None) -> m.AskResult:
         """Run the agent for ``principal`` (blocking: call it from a worker thread).
         Questions wait for the LLM in turn; a cancel while waiting or running ends the
-        run (``token``). ``on_event`` sees every agent event as it happens."""
+        run (``token``). ``on_event`` sees every agent event as it happens; ``previous``
+        (question, answer) makes it a follow-up."""
         from kbagent.agent.events import Final
 
         question = check_text("question", question)
@@ -200,7 +202,7 @@ class KbService:
                 return cancelled(question, view.mode)
             view.set_llm(self.session.load_llm())
             result = None
-            for ev in view.ask(question, token=token):
+            for ev in view.ask(question, token=token, previous=previous):
                 if on_event is not None:
                     on_event(ev)
                 if isinstance(ev, Final):
