@@ -140,8 +140,9 @@ class StepRelay:
 
         if isinstance(ev, Action):
             title = f"{ev.tool} {_args(ev.args)}".strip()
-            return [start_tool_call(f"{self.turn}-{ev.step}", title, kind=KINDS.get(ev.tool, "other"),
-                                    status="in_progress", raw_input=ev.args)]
+            return [start_tool_call(f"{self.turn}-{ev.step}", title,
+                                    kind=KINDS.get(ev.tool, "other"), status="in_progress",
+                                    raw_input=ev.args)]
         if isinstance(ev, Observation):
             return [update_tool_call(
                 f"{self.turn}-{ev.step}", status="completed" if ev.ok else "failed",
