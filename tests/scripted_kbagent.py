@@ -6,8 +6,10 @@ ACP), where a test cannot patch the process it talks to.
 
 ``KBAGENT_TEST_SCRIPT`` picks the script: ``paste`` (default) answers every question
 with a "Final Answer" that pastes each line of the observations it was shown, like a
-model trying to leak everything; ``slow`` streams a long answer slowly (cancel tests).
-``KBAGENT_TEST_PIECE_DELAY`` sets the seconds between streamed pieces.
+model trying to leak everything, except that a question containing ``SLOW`` gets the
+``slow`` reply; ``slow`` streams a long answer slowly (cancel tests) for every question.
+``KBAGENT_TEST_PIECE_DELAY`` sets the seconds between streamed pieces (slow replies:
+at least 0.05 s).
 """
 
 from __future__ import annotations
@@ -38,9 +40,16 @@ def slow_answer(messages) -> str:
 
 def scripted(settings) -> ScriptedLLM:
     script = os.environ.get("KBAGENT_TEST_SCRIPT", "paste")
-    reply = {"paste": paste_observations, "slow": slow_answer}[script]
-    return ScriptedLLM(Forever([reply]),
-                       piece_delay=float(os.environ.get("KBAGENT_TEST_PIECE_DELAY", "0")))
+    delay = float(os.environ.get("KBAGENT_TEST_PIECE_DELAY", "0"))
+
+    def reply(messages) -> str:
+        slow = script == "slow" or any("SLOW" in m.content for m in messages
+                                       if m.role == "user")
+        llm.piece_delay = max(delay, 0.05) if slow else delay
+        return slow_answer(messages) if slow else paste_observations(messages)
+
+    llm = ScriptedLLM(Forever([reply]), piece_delay=delay)
+    return llm
 
 
 def main() -> None:

@@ -54,8 +54,9 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def http_server(home: Path, *args: str, script: str = "paste", delay: float = 0.0,
-                log: Path | None = None) -> Iterator[str]:
-    """``kbagent serve`` on a free loopback port; yields its base URL once /health answers."""
+                log: Path | None = None, procs: list[Any] | None = None) -> Iterator[str]:
+    """``kbagent serve`` on a free loopback port; yields its base URL once /health answers
+    (``procs``, when given, receives the server's Popen)."""
     import httpx2
 
     port = free_port()
@@ -63,6 +64,8 @@ def http_server(home: Path, *args: str, script: str = "paste", delay: float = 0.
     proc = subprocess.Popen(command("serve", "--port", str(port), *args), cwd=ROOT,
                             env=server_env(home, script, delay), stdout=subprocess.DEVNULL,
                             stderr=err)
+    if procs is not None:
+        procs.append(proc)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
