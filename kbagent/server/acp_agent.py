@@ -92,7 +92,7 @@ class KbAcpAgent(Agent):
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         token = state.token = CancelToken()
         loop = asyncio.get_running_loop()
-        relay = StepRelay(self._conn, session_id, self.service)
+        relay = StepRelay(self.service)
 
         def on_event(ev: Any) -> None:
             for update in relay.updates(ev):
@@ -129,8 +129,7 @@ class KbAcpAgent(Agent):
 class StepRelay:
     """Agent events -> ACP session updates: steps as tool calls, the answer as text."""
 
-    def __init__(self, conn: Any, session_id: str, service: KbService) -> None:
-        self.session_id = session_id
+    def __init__(self, service: KbService) -> None:
         self.turn = uuid.uuid4().hex[:8]  # tool-call ids stay unique across prompts
         self.roots = {kb.name: Path(kb.manifest.get("source", "")) for kb in service.session.kbs}
         self.answered = False

@@ -11,7 +11,6 @@ session, so access is decided where the CLI and TUI decide it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
@@ -70,7 +69,8 @@ class KbService:
         self.session = Session(settings, kb_names, mode=mode, llm=llm)
         self.session.open_kbs()
         self._generation = threading.Lock()  # one question at a time on the LLM
-        self.asks_waiting = 0
+        self._count = threading.Lock()
+        self.asks_waiting = 0  # questions waiting for the LLM (shown by /health)
 
     def close(self) -> None:
         self.session.close()
@@ -190,13 +190,13 @@ class KbService:
         token = token or CancelToken()
         view = self.view(principal)
         view.mode = mode or self.session.mode
-        self.asks_waiting += 1
+        self._waiting(+1)
         try:
             while not self._generation.acquire(timeout=0.05):
                 if token.cancelled:
                     return cancelled(question, view.mode)
         finally:
-            self.asks_waiting -= 1
+            self._waiting(-1)
         try:
             if token.cancelled:
                 return cancelled(question, view.mode)
@@ -212,6 +212,10 @@ class KbService:
         if result is None:
             return cancelled(question, view.mode)
         return ask_result(result)
+
+    def _waiting(self, delta: int) -> None:
+        with self._count:
+            self.asks_waiting += delta
 
 
 def cancelled(question: str, mode: str) -> m.AskResult:
@@ -230,6 +234,3 @@ def ask_result(result: Any) -> m.AskResult:
                        references=sorted(refs, key=lambda r: r.n), steps=len(result.steps),
                        abstained=result.abstained)
 
-
-def elapsed_ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000
