@@ -68,8 +68,10 @@ def mcp(ctx: typer.Context, kb: KbOpt = None, as_user: AsOpt = None, groups: Gro
         service.close()
 
 
-serve_app = typer.Typer(help="Serve the KBs over MCP streamable HTTP; manage its tokens.",
-                        invoke_without_command=True)
+serve_app = typer.Typer(help="Serve the KBs over MCP streamable HTTP at /mcp (and GET "
+                        "/health). A request's caller is its bearer token's principal; no "
+                        "token: anonymous; an unknown token: HTTP 401. 'serve token' manages "
+                        "the tokens.", invoke_without_command=True)
 app.add_typer(serve_app, name="serve")
 token_app = typer.Typer(help="Bearer tokens of the HTTP server (stored hashed).",
                         no_args_is_help=True)
