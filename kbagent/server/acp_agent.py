@@ -33,7 +33,7 @@ from acp import (
     update_agent_message_text,
     update_tool_call,
 )
-from acp.schema import AgentCapabilities, Implementation, ToolCallLocation
+from acp.schema import AgentCapabilities, Implementation, ToolCallLocation, ToolKind
 
 from kbagent import __version__
 from kbagent.agent.cancel import CancelToken
@@ -43,9 +43,10 @@ from kbagent.server.service import KbService
 
 log = logging.getLogger("kbagent.server")
 
-KINDS = {"kb_search": "search", "kb_semantic_search": "search", "kb_grep": "search",
-         "kb_glob": "search", "kb_ls": "read", "kb_cat": "read", "list_kbs": "read",
-         "calculate": "think", "plan": "think"}
+KINDS: dict[str, ToolKind] = {
+    "kb_search": "search", "kb_semantic_search": "search", "kb_grep": "search",
+    "kb_glob": "search", "kb_ls": "read", "kb_cat": "read", "list_kbs": "read",
+    "calculate": "think", "plan": "think"}
 
 
 @dataclass
@@ -72,8 +73,8 @@ class KbAcpAgent(Agent):
             agent_capabilities=AgentCapabilities(),
             agent_info=Implementation(name="kbagent", title="kbagent", version=__version__))
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None,
-                          **kwargs: Any) -> NewSessionResponse:
+    async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
+                          mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         session_id = uuid.uuid4().hex
         self.sessions[session_id] = AcpSession()
         return NewSessionResponse(session_id=session_id)
@@ -83,7 +84,7 @@ class KbAcpAgent(Agent):
         if state is not None and state.token is not None:
             state.token.cancel()
 
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         state = self.sessions.get(session_id)
         if state is None:
             raise RequestError.invalid_params({"session_id": f"unknown session {session_id!r}"})

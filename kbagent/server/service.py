@@ -46,10 +46,10 @@ def parse_uri(uri: str) -> tuple[str, str]:
     return unquote(kb), unquote(path)
 
 
-def check_text(what: str, text: Any) -> str:
-    if not isinstance(text, str):
+def check_text(what: str, value: Any) -> str:
+    if not isinstance(value, str):
         raise BadInputError(f"{what} must be a string")
-    text = text.strip()
+    text = value.strip()
     if not text:
         raise BadInputError(f"empty {what}")
     if len(text) > MAX_QUERY_CHARS:
