@@ -46,7 +46,8 @@ log = logging.getLogger("kbagent.server")
 KINDS: dict[str, ToolKind] = {
     "kb_search": "search", "kb_semantic_search": "search", "kb_grep": "search",
     "kb_glob": "search", "kb_ls": "read", "kb_cat": "read", "list_kbs": "read",
-    "calculate": "think", "plan": "think"}
+    "code_definition": "search", "code_references": "search", "code_callers": "search",
+    "code_outline": "read", "calculate": "think", "plan": "think"}
 
 
 @dataclass
