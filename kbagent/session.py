@@ -215,14 +215,36 @@ class Session:
                 st.rerank_url, st.rerank_model, st.rerank_top_n, st.rerank_timeout))
         return self._searcher
 
-    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> Any:
-        """Hybrid search over the open KBs (no LLM); failures of single KBs are in
-        ``result.failed_kbs`` together with the ones that did not open."""
+    def search(self, query: str, k: int = 10, mode: str = "hybrid",
+               kbs: list[str] | None = None) -> Any:
+        """Hybrid search over the open KBs, or only those named in ``kbs`` (no LLM);
+        failures of single KBs are in ``result.failed_kbs`` together with the ones
+        that did not open."""
         if not self.kbs:
             raise NotFoundError("no knowledge base is open; ingest a folder first")
-        result = self.searcher.search(query, k=k, mode=mode, principal=self.principal)
+        searcher = self.searcher
+        if kbs:
+            from kbagent.kb.search import HybridSearcher
+
+            chosen = [self.kb(name) for name in dict.fromkeys(kbs)]
+            if len(chosen) < len(self.kbs):
+                searcher = HybridSearcher(chosen, reranker=self.searcher.reranker)
+        result = searcher.search(query, k=k, mode=mode, principal=self.principal)
         result.failed_kbs = {**self.failed_kbs, **result.failed_kbs}
         return result
+
+    def for_principal(self, principal: Principal) -> Session:
+        """This session for another caller: the same open KBs, searcher and LLM (one
+        model serves every client of a server), its own principal and cancel tokens.
+        The view must not open or close KBs: the session it came from owns them."""
+        import copy
+
+        self.searcher  # noqa: B018  (built once here, so every view shares it)
+        view = copy.copy(self)
+        view.principal = principal
+        view._token = view._prepared = None
+        view._lock = threading.Lock()
+        return view
 
     def kb(self, name: str) -> Any:
         for kb in self.kbs:
