@@ -140,22 +140,19 @@ class KbService:
         """Definitions (``def``) or references (``refs``) of ``symbol`` in the files
         ``principal`` may read."""
         from kbagent.kb.symbol_index import NoSymbolIndex, SymbolIndex
-        from kbagent.kb.views import FileViews
-
         symbol = check_text("symbol", symbol)
         results: list[m.SymbolLocation] = []
         missing: list[str] = []
         bases = [self.session.kb(n) for n in dict.fromkeys(kbs)] if kbs else self.session.kbs
         for base in bases:
             try:
-                index = SymbolIndex(base)
+                index = SymbolIndex(base, principal)  # filters every hit by may_read
             except NoSymbolIndex:
                 missing.append(base.name)
                 continue
-            allowed = set(FileViews(base, principal).paths())
             hits = index.definitions(symbol) if what == "def" else index.references(symbol)
             results += [m.SymbolLocation(**h.to_dict(), uri=document_uri(h.kb, h.path))
-                        for h in hits if h.path in allowed]
+                        for h in hits]
         return m.SymbolResult(symbol=symbol, results=results, missing_index=missing)
 
     # --- documents as resources ---------------------------------------------------
