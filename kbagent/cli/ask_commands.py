@@ -163,7 +163,8 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
     out = stdout_console()
     from rich.markup import escape
 
-    out.print(f"[bold][{n}][/] [cyan]{escape(str(view.on_disk))}[/]:{view.start_line}-"
+    place = f" [magenta]{escape(view.location)}[/]" if view.location else ""
+    out.print(f"[bold][{n}][/] [cyan]{escape(str(view.on_disk))}[/]{place}:{view.start_line}-"
               f"{view.end_line}  [dim](KB {escape(view.kb)})[/]")
     width = len(str(view.end_line))
     for ln in view.lines:

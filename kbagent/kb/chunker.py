@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kbagent.kb.locations import describe
 from kbagent.kb.models import MD_HEADING, Chunk, ExtractedDoc, Line, is_named_heading
 from kbagent.settings import default
 
@@ -53,6 +54,7 @@ class _Section:
     trail: list[str]
     lines: list[Line] = field(default_factory=list)
     heading_only: bool = True  # only heading/blank lines so far
+    header: list[Line] = field(default_factory=list)  # repeated atop every chunk (table header)
 
 
 def _markdown_sections(lines: list[Line]) -> list[_Section]:
@@ -149,7 +151,9 @@ def _explicit_sections(doc: ExtractedDoc) -> list[_Section]:
     bounds = [*doc.sections, (len(doc.lines), "")]
     out = []
     for (start, name), (end, _) in itertools.pairwise(bounds):
-        out.append(_Section([name], doc.lines[start:end], heading_only=False))
+        n = doc.repeat_header.get(start, 0)
+        out.append(_Section([name], doc.lines[start + n:end], heading_only=False,
+                            header=doc.lines[start:start + n]))
     return out
 
 
@@ -206,7 +210,7 @@ def _sections(doc: ExtractedDoc) -> list[_Section]:
     body = doc.lines[doc.body_start :]
     if doc.sections:
         return _explicit_sections(doc)
-    if doc.format in ("markdown", "html", "text"):
+    if doc.format in ("markdown", "html", "text", "docx", "epub", "ipynb"):
         return _markdown_sections(body)
     if doc.format == "rst":
         return _rst_sections(body)
@@ -248,6 +252,9 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
 
     chunks: list[Chunk] = []
     for sec in merged:
+        if sec.header:
+            _table_chunks(doc, sec, max_tokens, chunks)
+            continue
         groups = [g for g in map(_trim, _pack(sec.lines, max_tokens, overlap)) if g]
         # When the line after a heading is longer than the budget (a one-line abstract),
         # the packer closes a chunk holding only the heading. Every chunk of the section
@@ -267,4 +274,23 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
                     text="\n".join(ln.text for ln in group),
                 )
             )
+    if doc.locations:
+        for ch in chunks:
+            ch.location = describe(doc.locations, ch.start_line, ch.end_line)
     return chunks
+
+
+def _table_chunks(doc: ExtractedDoc, sec: _Section, max_tokens: int, out: list[Chunk]) -> None:
+    """Rows packed without overlap, each chunk led by the table's header lines (a row
+    means little without its column names). The first chunk's span starts at the header;
+    later ones cite their rows only, their header text standing in for the lines above."""
+    head = "\n".join(ln.text for ln in sec.header)
+    budget = max(16, max_tokens - estimate_tokens(head))
+    for i, group in enumerate(g for g in map(_trim, _pack(sec.lines, budget, 0)) if g):
+        first = sec.header[0] if i == 0 else group[0]
+        out.append(Chunk(path=doc.path, ordinal=len(out), start_line=first.number,
+                         end_line=max(ln.last for ln in group), heading=" > ".join(sec.trail),
+                         text=f"{head}\n" + "\n".join(ln.text for ln in group)))
+    if not sec.lines:  # a sheet with a header row only
+        out.append(Chunk(doc.path, len(out), sec.header[0].number,
+                         max(ln.last for ln in sec.header), " > ".join(sec.trail), head))

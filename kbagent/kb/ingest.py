@@ -33,6 +33,7 @@ from kbagent.kb.embedder import (
     remote_embedder,
 )
 from kbagent.kb.extract import ExtractError, Skip, extract
+from kbagent.kb.formats import ExtractLimits
 from kbagent.kb.generations import (
     EmbeddingCache,
     check_compatible,
@@ -215,13 +216,16 @@ class Ingestor:
             old = base_docs.get(sf.path)
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
-            if old is not None and old.content_hash == digest and not rule_changed:
+            if (old is not None and old.content_hash == digest and not rule_changed
+                    and old.located):
                 report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
                 keep.add(sf.path)
                 continue
             status = "updated" if old is not None else "added"
             try:
-                doc = extract(sf.path, data)
+                doc = extract(sf.path, data, ExtractLimits(  # a big file's pages/rows: progress
+                    self.settings.max_pdf_pages, self.settings.max_sheet_rows,
+                    lambda done, total: self._progress("extract", done, total)))
                 doc.access = effective_groups(doc.access if doc.access_declared else None,
                                               self._rules, sf.path)
             except Skip as e:
@@ -231,7 +235,8 @@ class Ingestor:
                 report.files.append(FileReport(sf.path, "failed", str(e)))
                 keep.add(sf.path)
                 continue
-            if old is not None and old.content_hash == digest and doc.access == old.access:
+            if (old is not None and old.content_hash == digest and doc.access == old.access
+                    and old.located):
                 report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
                 keep.add(sf.path)  # a .kbaccess change that front-matter overrides
                 continue
@@ -240,9 +245,10 @@ class Ingestor:
                 report.files.append(FileReport(sf.path, "skipped", "no text content"))
                 continue
             hashes = [text_hash(model_id, c.index_text(doc.title)) for c in chunks]
-            fr = FileReport(sf.path, status, chunks=len(chunks))
+            fr = FileReport(sf.path, status, chunks=len(chunks), reason="; ".join(doc.notes))
             if old is not None and old.content_hash == digest:
-                fr.reason = "access changed (.kbaccess)"
+                fr.reason = ("access changed (.kbaccess)" if old.located
+                             else "re-extracted to cite by page/slide/sheet")
             report.files.append(fr)
             pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
             keep.add(sf.path)

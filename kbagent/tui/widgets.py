@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -180,7 +181,8 @@ class ReferencesPanel(Tree[dict]):
                                  data={"doc": doc})
             for c in doc["chunks"]:
                 mark = " ⚠" if c.get("supported") is False else ""
-                node.add_leaf(f"[{c['n']}] lines {c['start_line']}-{c['end_line']} · "
+                place = f"{escape(c['location'])} · " if c.get("location") else ""
+                node.add_leaf(f"[{c['n']}] {place}lines {c['start_line']}-{c['end_line']} · "
                               f"score {c.get('score') or 0:.3f}{mark}", data=c)
 
     def _ref(self) -> dict[str, Any] | None:
