@@ -4,7 +4,8 @@ One section per sheet; the first non-empty row is the header, written once in th
 stored text and repeated atop every chunk of the sheet (see the chunker). Each row
 line knows its sheet row number, so a chunk is cited as ``Budget!A2:C9``. Empty
 rows are left out (their numbers are kept). Cell values are the cached results of
-formulas (``data_only``), as a person sees them.
+formulas (``data_only``), numbers shown in their cell's format ($84,000, 41.2%), as a
+person sees them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import re
 from collections.abc import Iterable, Iterator
 
 from kbagent.kb.extract import Skip, decode_text
@@ -58,12 +60,37 @@ def _too_many(limits: ExtractLimits) -> Skip:
                 "raise it to ingest this file")
 
 
+_DECIMALS = re.compile(r"\.(0+)")
+
+
+def shown(value: object, fmt: str) -> str:
+    """A number as its cell's format shows it, for the common formats: percent
+    (0.412 -> 41.2%), thousands separators, a currency sign, fixed decimals. Anything
+    else (dates arrive as dates; custom formats) falls back to the plain value."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not fmt:
+        return cell_text(value)
+    body = fmt.split(";")[0]
+    if body in ("General", "@"):
+        return cell_text(value)
+    m = _DECIMALS.search(body)
+    decimals = len(m.group(1)) if m else 0
+    pct = "%" in body
+    number = float(value) * 100 if pct else float(value)
+    text = f"{number:,.{decimals}f}" if "," in body else f"{number:.{decimals}f}"
+    sign = next((c for c in "$€£¥" if c in body), "")
+    if sign and text.startswith("-"):
+        text = "-" + sign + text[1:]
+    elif sign:
+        text = sign + text
+    return text + ("%" if pct else "")
+
+
 def _xlsx_rows(ws: object) -> Iterator[tuple[int, list[str]]]:
     number = 0
     for row in ws.iter_rows():  # type: ignore[attr-defined]
         cells = [c for c in row if getattr(c, "row", None) is not None]
         number = cells[0].row if cells else number + 1
-        yield number, [cell_text(c.value) for c in row]
+        yield number, [shown(c.value, getattr(c, "number_format", "")) for c in row]
 
 
 def extract_xlsx(path: str, data: bytes, stem: str, limits: ExtractLimits) -> ExtractedDoc:
