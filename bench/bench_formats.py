@@ -191,10 +191,12 @@ def _two_column_pdf() -> bytes:
     pdf = FPDF()
     pdf.set_font("Helvetica", size=10)
     pdf.add_page()
+    # a newspaper page: the left column, then the right one, its baselines offset
     for i in range(12):
         pdf.set_xy(10, 20 + i * 8)
         pdf.cell(85, 6, f"Left{i:02d} the left column keeps going")
-        pdf.set_xy(110, 20 + i * 8)
+    for i in range(12):
+        pdf.set_xy(110, 23 + i * 8)
         pdf.cell(85, 6, f"Right{i:02d} the right column too")
     return bytes(pdf.output())
 
