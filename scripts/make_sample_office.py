@@ -73,7 +73,7 @@ def make_docx() -> bytes:
         for c, text in enumerate(row):
             t.cell(r, c).text = text
     d.add_heading("Dublin office", 1)
-    d.add_paragraph("The Dublin office opened with the eu-west region team in 2026.")
+    d.add_paragraph("Desks are assigned by team; visitors sign in at the ground-floor reception.")
     d.add_heading("Meeting rooms", 2)
     rooms = [("Room", "Floor", "Seats", "Video conferencing"),
              ("Liffey", "2", "10", "Yes"), ("Howth", "2", "6", "Yes")]
@@ -126,7 +126,8 @@ def make_pptx() -> bytes:
 
     s = deck.slides.add_slide(deck.slide_layouts[1])
     s.shapes.title.text = "Risks"
-    s.placeholders[1].text = ("KE-400 GPU module supply: 140 modules held as buffer stock\n"
+    s.placeholders[1].text = ("Kestrel holds 140 KE-400 GPU modules as buffer stock against "
+                              "supply delays\n"
                               "Reserved GPU utilization must reach 60% by December 31\n"
                               "Semantic caching beta depends on the shadow-mode week")
     buf = io.BytesIO()

@@ -280,17 +280,40 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
     return chunks
 
 
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(row.strip())[1:-1]]
+
+
+def _record(header: list[str], row: Line) -> Line:
+    """A row as a ``Column: value; ...`` record: what search indexes for a sheet. An
+    embedder reads a record far better than a pipe table (the sample KB's vendor sheet:
+    not in the vector top 5 as a table, see BENCHMARKS.md), and BM25 sees each value
+    beside its column name."""
+    cells = _cells(row.text)
+    names = header + [""] * (len(cells) - len(header))
+    pairs = [f"{h}: {v}" if h else v for h, v in zip(names, cells, strict=False) if v]
+    return Line(row.number, "; ".join(pairs), row.end)
+
+
 def _table_chunks(doc: ExtractedDoc, sec: _Section, max_tokens: int, out: list[Chunk]) -> None:
     """Rows packed without overlap, each chunk led by the table's header lines (a row
     means little without its column names). The first chunk's span starts at the header;
     later ones cite their rows only, their header text standing in for the lines above."""
     head = "\n".join(ln.text for ln in sec.header)
-    budget = max(16, max_tokens - estimate_tokens(head))
-    for i, group in enumerate(g for g in map(_trim, _pack(sec.lines, budget, 0)) if g):
-        first = sec.header[0] if i == 0 else group[0]
+    header = _cells(sec.header[0].text)
+    by_number = {ln.number: ln for ln in sec.lines}
+    # packed by the records' size: they are what the embedder reads
+    records = [_record(header, ln) for ln in sec.lines if ln.text.strip()]
+    for i, group in enumerate(_pack(records, max_tokens, 0)):
+        rows = [by_number[n] for n in dict.fromkeys(r.number for r in group)]
+        first = sec.header[0] if i == 0 else rows[0]
         out.append(Chunk(path=doc.path, ordinal=len(out), start_line=first.number,
-                         end_line=max(ln.last for ln in group), heading=" > ".join(sec.trail),
-                         text=f"{head}\n" + "\n".join(ln.text for ln in group)))
+                         end_line=max(ln.last for ln in rows), heading=" > ".join(sec.trail),
+                         text=f"{head}\n" + "\n".join(ln.text for ln in rows),
+                         index_body="\n".join(r.text for r in group)))
     if not sec.lines:  # a sheet with a header row only
         out.append(Chunk(doc.path, len(out), sec.header[0].number,
                          max(ln.last for ln in sec.header), " > ".join(sec.trail), head))

@@ -78,6 +78,7 @@ class Chunk:
     heading: str  # heading trail, " > " joined
     text: str
     location: str = ""  # in the source's own terms: "p.2 l.3-9", "slide 3", "Budget!A2:C9"
+    index_body: str = ""  # what search indexes instead of ``text`` (sheet rows as records)
 
     def index_text(self, title: str = "") -> str:
         """The text that BM25 and the embedder see: title and headings give context.
@@ -88,10 +89,11 @@ class Chunk:
         trail = self.heading
         if title and not trail.startswith(title):
             trail = f"{title} > {trail}" if trail else title
+        body = self.index_body or self.text
         if not trail:
-            return self.text
+            return body
         named = set(trail.split(" > "))
-        lines = self.text.split("\n")
+        lines = body.split("\n")
         skip = 0
         while skip < len(lines) and is_named_heading(lines[skip], named):
             skip += 1
