@@ -242,3 +242,51 @@ def test_ask_references_ref_and_opener_name_the_slide(docs_kb, scripted, tmp_pat
     res = runner.invoke(app, ["ref", "1", "--editor"])
     assert res.exit_code == 0, res.stderr
     assert log.read_text().split() == [str(docs_kb.resolve() / "roadmap.pptx")]
+
+
+def test_a_kb_built_before_locations_keeps_working_and_gains_them_on_ingest(
+        settings, make_folder, embedder):
+    import sqlite3
+
+    from kbagent.kb.knowledge_base import current_generation
+
+    folder = make_folder({"audit.pdf": w.make_pdf("QUOKKAPDF"), "a.md": "# A\n\nplain text\n"})
+    Ingestor(settings, "docs", embedder=embedder).run(folder)
+    kb_dir = settings.kbs_dir / "docs"
+    db = kb_dir / current_generation(kb_dir) / "kb.sqlite"
+    with sqlite3.connect(db) as conn:  # what a generation written before issue 24 holds
+        conn.execute("ALTER TABLE chunks DROP COLUMN location")
+        conn.execute("ALTER TABLE documents DROP COLUMN locations")
+    kb = KnowledgeBase(settings, "docs")
+    hit = HybridSearcher([kb]).search("QUOKKAPDF", k=1, mode="bm25").hits[0]
+    assert (hit.path, hit.location, hit.start_line) == ("audit.pdf", "", 3)
+    assert kb.store.locate("audit.pdf", 3, 5) == ""
+    kb.close()
+    report = Ingestor(settings, "docs", embedder=embedder).run(folder)
+    got = {f.path: (f.status, f.reason) for f in report.files}
+    assert got == {"audit.pdf": ("updated", "re-extracted to cite by page/slide/sheet"),
+                   "a.md": ("unchanged", "")}
+    kb = KnowledgeBase(settings, "docs")
+    hit = HybridSearcher([kb]).search("QUOKKAPDF", k=1, mode="bm25").hits[0]
+    assert hit.location == "p.2 l.1-3"
+    assert HybridSearcher([kb]).search("plain text", k=1, mode="bm25").hits[0].location == ""
+    kb.close()
+
+
+def test_tui_references_panel_names_the_slide(sample_settings):
+    from kbagent.tui.widgets import ReferencesPanel
+    from tests.test_tui import ask, drive, make_app
+
+    app, _ = make_app(sample_settings, ["Edge OS 3.3 targets December 8, 2026."], mode="rag")
+
+    async def scenario(pilot):
+        turn = await ask(pilot, "What is the target release date of Edge OS 3.3?")
+        panel = turn.query_one(ReferencesPanel)
+        docs = [str(n.label) for n in panel.root.children]
+        i = docs.index("sample:product/roadmap_review_q4_2026.pptx")
+        ref = turn.result.references[i]["chunks"][0]
+        assert ref["location"] == "slide 3"
+        leaf = str(panel.root.children[i].children[0].label)
+        assert leaf.startswith(f"[{ref['n']}] slide 3 · lines {ref['start_line']}-")
+
+    drive(app, scenario)
