@@ -102,7 +102,9 @@ class ChunkRow:
 # formats that have locations.
 _ADDED_COLUMNS = (("documents", "locations", "TEXT"),
                   ("chunks", "location", "TEXT NOT NULL DEFAULT ''"))
-LOCATED_FORMATS = frozenset({"pdf", "docx", "pptx", "xlsx", "csv", "epub", "ipynb"})
+# files extracted with locations now (a .csv was plain text before, a .docx skipped)
+LOCATED_SUFFIXES = (".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".csv", ".tsv", ".epub",
+                    ".ipynb")
 
 
 def _line_map(lines: list[Line]) -> str | None:
@@ -191,7 +193,8 @@ class Store:
         )
         return {
             r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7],
-                         located=self.has_locations or r[3] not in LOCATED_FORMATS)
+                         located=self.has_locations
+                         or not r[1].lower().endswith(LOCATED_SUFFIXES))
             for r in rows
         }
 
