@@ -13,8 +13,11 @@ PDF libraries side by side, and markitdown against the format libraries.
 3. markitdown (which wraps mammoth, python-pptx, pandas, ...) against our extractors
    on small files: seconds, and whether the structure a citation needs survives
    (headings, lists, tables, slide/row/cell numbers).
+4. With ``--ingest``: the whole ``kbagent ingest`` (extract, chunk, embed with the
+   bundled model, index) of the big PDF and the big sheet, each alone in a fresh
+   process: seconds, chunks and the process's peak RSS.
 
-    PYTHONPATH=$PWD python bench/bench_formats.py [--pages 300] [--rows 50000]
+    PYTHONPATH=$PWD python bench/bench_formats.py [--pages 300] [--rows 50000] [--ingest]
 """
 
 from __future__ import annotations
@@ -286,19 +289,61 @@ def markitdown_compare(folder: Path) -> None:
               + ", ".join(n for n in notes if n))
 
 
+_INGEST = r"""
+import json, sys, time
+from pathlib import Path
+from kbagent.kb.ingest import Ingestor
+from kbagent.settings import Settings
+
+def kb(field):
+    return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith(field))
+
+t = time.perf_counter()
+report = Ingestor(Settings.load(home=Path(sys.argv[2])), "big").run(Path(sys.argv[1]))
+print(json.dumps({"s": time.perf_counter() - t, "chunks": report.chunks_total,
+                  "peak_mb": kb("VmHWM:") / 1024,
+                  "files": [f.to_dict() for f in report.files]}))
+"""
+
+
+def ingest_whole(files: dict[str, tuple[Path, int, str]], tmp: Path) -> None:
+    print("\n## 4. Whole ingest of one big file (fresh process each, bundled embedder)")
+    print(f"{'file':<9} {'units':>14} {'seconds':>8} {'chunks':>7} {'peak RSS MB':>12}")
+    for fmt in ("pdf", "xlsx"):
+        path, units, unit = files[fmt]
+        folder = tmp / f"ingest_{fmt}"
+        folder.mkdir()
+        (folder / path.name).write_bytes(path.read_bytes())
+        res = subprocess.run([sys.executable, "-c", _INGEST, str(folder), str(tmp / f"home_{fmt}")],
+                             capture_output=True, text=True, check=True,
+                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                  "HOME": str(tmp)})
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        assert r["files"][0]["status"] == "added", r["files"]
+        print(f"{path.name:<9} {f'{units:,} {unit}':>14} {r['s']:>8.1f} {r['chunks']:>7,} "
+              f"{r['peak_mb']:>12.0f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=300)
     ap.add_argument("--rows", type=int, default=50_000)
+    ap.add_argument("--ingest", action="store_true", help="also time whole ingests")
+    ap.add_argument("--only-ingest", action="store_true", help="only the whole ingests")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         t = time.perf_counter()
         files = make_big(folder, args.pages, args.rows)
         print(f"(made the big files in {time.perf_counter() - t:.0f} s)")
+        if args.only_ingest:
+            ingest_whole(files, folder)
+            return
         per_format(files)
         pdf_compare(files["pdf"][0])
         markitdown_compare(folder)
+        if args.ingest:
+            ingest_whole(files, folder)
 
 
 if __name__ == "__main__":

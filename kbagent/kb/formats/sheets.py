@@ -103,7 +103,8 @@ def extract_xlsx(path: str, data: bytes, stem: str, limits: ExtractLimits) -> Ex
     total = sum(ws.max_row or 0 for ws in sheets)  # from the sheet's dimension, if saved
     try:
         for ws in sheets:
-            _add_sheet(out, ws.title, ws.title, _xlsx_rows(ws), limits, seen, total)
+            name = "".join(ch for ch in ws.title if ch.isprintable())  # a name is data too
+            _add_sheet(out, name, name, _xlsx_rows(ws), limits, seen, total)
     except _TooBig:
         raise _too_many(limits) from None
     finally:
