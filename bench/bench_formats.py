@@ -18,6 +18,9 @@ PDF libraries side by side, and markitdown against the format libraries.
    process: seconds, chunks and the process's peak RSS.
 
     PYTHONPATH=$PWD python bench/bench_formats.py [--pages 300] [--rows 50000] [--ingest]
+
+pdfplumber and markitdown are not kbagent dependencies: ``pip install -e
+'.[bench-formats]'`` brings them for parts 2 and 3.
 """
 
 from __future__ import annotations
