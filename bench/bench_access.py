@@ -232,7 +232,9 @@ def main() -> None:
     ap.add_argument("--code-modules", type=int, default=300, help="modules in the code tree")
     ap.add_argument("--code-probes", type=int, default=600, help="code probes")
     ap.add_argument("--server-only", action="store_true",
-                    help="only the server probe (part 4), on 400 documents")
+                    help="only the server probe (part 4)")
+    ap.add_argument("--server-docs", type=int, default=400,
+                    help="with --server-only: documents per KB (0: all)")
     ap.add_argument("--server-probes", type=int, default=60,
                     help="server probes per caller (half documents, half code)")
     ap.add_argument("--server-asks", type=int, default=4,
@@ -312,7 +314,7 @@ def run_server_only(args: argparse.Namespace) -> None:
     docs = [json.loads(line) for line in
             (args.data / "nfcorpus" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
             if line.strip()]
-    docs = [d for d in docs if d["text"].strip()][:400]
+    docs = [d for d in docs if d["text"].strip()][:args.server_docs or None]
     results: dict = {"documents": len(docs),
                      "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory(prefix="bench_access_server_") as tmp:
