@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kbagent.safe_text import valid_unicode
+
 
 class ArgumentError(ValueError):
     """Arguments do not match the tool's schema; the message is for the model."""
@@ -50,7 +52,8 @@ def _check(tool: str, name: str, spec: dict[str, Any], value: Any) -> Any:
     if typ == "string":
         if not isinstance(value, str):
             raise ArgumentError(f"{where} must be a string")
-        value = value.strip()
+        # JSON may carry lone surrogates ("\\udcff"); no tool, index or encoder takes them
+        value = valid_unicode(value).strip()
         if "enum" in spec and value not in spec["enum"]:
             raise ArgumentError(f"{where} must be one of {', '.join(spec['enum'])}")
         if len(value) < spec.get("minLength", 0):
@@ -81,6 +84,7 @@ def _check(tool: str, name: str, spec: dict[str, Any], value: Any) -> Any:
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ArgumentError(f"{where} must be a list of strings")
+        value = [valid_unicode(v) for v in value]
         if len(value) > spec.get("maxItems", 50):
             raise ArgumentError(f"{where} has more than {spec['maxItems']} items")
         return [v.strip() for v in value if v.strip()]
