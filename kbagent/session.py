@@ -45,11 +45,11 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
     """Open the named KBs, or every KB when none is named. A KB that is unknown,
     unreadable or corrupted is reported in ``failed`` and the others are served;
     when none opens the first failure is raised (so its exit code is kept)."""
-    from kbagent.kb.knowledge_base import KnowledgeBase, list_kbs
+    from kbagent.kb.stores import list_all_kbs, open_kb
 
     failed: dict[str, str] = {}
     if not names:
-        infos = list_kbs(settings)
+        infos = list_all_kbs(settings)
         names = [k.name for k in infos if not k.error]
         failed.update({k.name: k.error for k in infos if k.error})
         if not names and not failed:
@@ -58,7 +58,7 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
     first_error: KbagentError | None = None
     for name in dict.fromkeys(names):
         try:
-            kbs.append(KnowledgeBase(settings, name))
+            kbs.append(open_kb(settings, name))
         except KbagentError as e:
             failed[name] = str(e)
             first_error = first_error or e
@@ -125,10 +125,10 @@ def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
                    principal: Principal = ANONYMOUS) -> ReferenceView:
     """The cited lines, read again now, only if ``principal`` may read them (a denied
     document reads as a missing one)."""
-    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.stores import open_kb
     from kbagent.kb.views import FileViews
 
-    kb = KnowledgeBase(settings, ref["kb"])
+    kb = open_kb(settings, ref["kb"])
     try:
         res = FileViews(kb, principal).cat(ref["path"], ref["start_line"], ref["end_line"],
                                 max_lines=max_lines)

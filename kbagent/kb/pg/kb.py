@@ -1,0 +1,291 @@
+"""The read side of a KB held in PostgreSQL + pgvector.
+
+A search is one SQL statement: exact BM25 from the term tables, the vector
+search through the KB's HNSW index with iterative scans (a filtered search
+keeps scanning until it has ``depth`` allowed rows, so it never comes back
+short), the access filter (``groups && allowed``) inside both, and RRF fusion.
+Readers run in autocommit: every statement sees the last committed ingest and
+is never blocked by a writer (MVCC).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from kbagent.errors import NotFoundError
+from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, may_read
+from kbagent.kb.lexical import _analyzer
+from kbagent.kb.models import Line
+from kbagent.kb.pg.conn import connect
+from kbagent.kb.store import ChunkRow, DocRow
+from kbagent.settings import Settings
+
+K1, B = 1.2, 0.75  # tantivy's BM25 parameters
+RRF_K = 60  # as kbagent.kb.search.RRF_K
+EF_SEARCH = 128  # as the local usearch index's expansion_search
+
+# (chunk id, bm25 rank, bm25 score, vector rank, vector similarity)
+Evidence = tuple[int, int | None, float | None, int | None, float | None]
+
+_BM25 = """
+st AS (SELECT n_chunks::float8 AS n,
+              greatest(total_tokens::float8 / greatest(n_chunks, 1), 1e-9) AS avgdl
+       FROM kbagent_kbs WHERE kb = {kb}),
+w AS (SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+      FROM kbagent_terms t, st WHERE t.kb = {kb} AND t.term = ANY(%(terms)s)),
+b AS (SELECT p.chunk_id AS id,
+             sum(w.idf * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * c.n_tokens / st.avgdl)))
+               AS s
+      FROM w JOIN kbagent_postings p ON p.kb = {kb} AND p.term = w.term
+      JOIN kbagent_chunks c ON c.kb = {kb} AND c.id = p.chunk_id, st
+      WHERE {allowed}
+      GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT %(depth)s),
+br AS (SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS r FROM b)
+"""
+_VECTOR = """
+v AS MATERIALIZED (SELECT id, embedding::vector({dim}) <=> %(vec)s::vector({dim}) AS d
+      FROM kbagent_chunks c WHERE kb = {kb} AND embedding IS NOT NULL AND {allowed}
+      ORDER BY embedding::vector({dim}) <=> %(vec)s::vector({dim}) LIMIT %(depth)s),
+vr AS (SELECT id, d, row_number() OVER (ORDER BY d, id) AS r FROM v)
+"""
+_EMPTY = {"br": "br AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS r "
+                "WHERE false)",
+          "vr": "vr AS (SELECT NULL::bigint AS id, NULL::float8 AS d, NULL::bigint AS r "
+                "WHERE false)"}
+_FUSE = """
+SELECT coalesce(br.id, vr.id) AS id, br.r, br.s, vr.r, 1 - vr.d,
+       coalesce(1.0 / ({rrf} + br.r), 0) + coalesce(1.0 / ({rrf} + vr.r), 0) AS rrf
+FROM br FULL OUTER JOIN vr ON br.id = vr.id
+ORDER BY {order} LIMIT %(depth)s
+"""
+_ORDER = {"hybrid": "rrf DESC, id", "bm25": "br.s DESC, id", "vector": "vr.d, id"}
+
+
+def _allowed(principal: Principal | None) -> tuple[str, list[str]]:
+    if principal is None:
+        return "true", []
+    return "c.groups && %(allowed)s::text[]", allowed_tokens(principal)
+
+
+class PgStore:
+    """Documents and chunks of KB ``name`` (the :class:`ChunkReader` protocol)."""
+
+    def __init__(self, conn: Any, name: str) -> None:
+        self.conn = conn
+        self.name = name
+        self._lock = threading.Lock()  # one statement at a time on the shared connection
+
+    def _rows(self, query: str, params: Any = ()) -> list[Any]:
+        with self._lock:
+            return list(self.conn.execute(query, params).fetchall())
+
+    def count(self) -> tuple[int, int]:
+        row = self._rows("SELECT (SELECT count(*) FROM kbagent_documents WHERE kb=%(k)s), "
+                         "(SELECT count(*) FROM kbagent_chunks WHERE kb=%(k)s)", {"k": self.name})
+        return int(row[0][0]), int(row[0][1])
+
+    def documents(self) -> dict[str, DocRow]:
+        rows = self._rows("SELECT id,path,title,format,content_hash,size,access,n_chunks "
+                          "FROM kbagent_documents WHERE kb=%s", (self.name,))
+        return {r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6]), r[7]) for r in rows}
+
+    def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        rows = self._rows(
+            "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
+            "d.access FROM kbagent_chunks c JOIN kbagent_documents d ON d.kb=c.kb AND "
+            "d.id=c.doc_id WHERE c.kb=%s AND c.id = ANY(%s)", (self.name, list(ids)))
+        return {r[0]: ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]))
+                for r in rows}
+
+    def document_lines(self, path: str) -> tuple[DocRow, list[Line]] | None:
+        rows = self._rows("SELECT id,path,title,format,content_hash,size,access,n_chunks,text,"
+                          "line_map FROM kbagent_documents WHERE kb=%s AND path=%s",
+                          (self.name, path))
+        if not rows:
+            return None
+        r = rows[0]
+        doc = DocRow(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6]), r[7])
+        texts = r[8].split("\n")
+        if r[9] is None:
+            return doc, [Line(i + 1, t) for i, t in enumerate(texts)]
+        spans = json.loads(r[9])
+        return doc, [Line(n, t, e if e != n else 0)
+                     for (n, e), t in zip(spans, texts, strict=False)]
+
+    def paths(self) -> list[str]:
+        return [r[0] for r in self._rows(
+            "SELECT path FROM kbagent_documents WHERE kb=%s ORDER BY path", (self.name,))]
+
+    def access_by_path(self) -> dict[str, list[str]]:
+        return {r[0]: list(r[1]) for r in self._rows(
+            "SELECT path, access FROM kbagent_documents WHERE kb=%s ORDER BY path",
+            (self.name,))}
+
+    def visible_counts(self, principal: Principal) -> tuple[int, int]:
+        docs = chunks = 0
+        for access, n_chunks in self._rows(
+                "SELECT access, n_chunks FROM kbagent_documents WHERE kb=%s", (self.name,)):
+            if may_read(principal, list(access)):
+                docs += 1
+                chunks += n_chunks
+        return docs, chunks
+
+    def mentions(self, word: str, principal: Principal) -> bool:
+        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return bool(self._rows(
+            "SELECT EXISTS(SELECT 1 FROM kbagent_chunks c WHERE c.kb=%(kb)s AND "
+            "c.groups && %(allowed)s::text[] AND c.text ILIKE %(p)s)",
+            {"kb": self.name, "allowed": allowed_tokens(principal), "p": pattern})[0][0])
+
+
+class PgLexical:
+    """BM25 alone (the :class:`LexicalReader` protocol)."""
+
+    def __init__(self, kb: PgKnowledgeBase) -> None:
+        self.kb = kb
+        self.analyzer = _analyzer()
+
+    def terms(self, text: str) -> list[str]:
+        return list(dict.fromkeys(self.analyzer.analyze(text)))
+
+    def search(self, query: str, limit: int,
+               principal: Principal | None = ANONYMOUS) -> list[tuple[int, float]]:
+        found = self.kb.search_evidence(query, "bm25", None, limit, principal)
+        return [(cid, float(bs)) for cid, _, bs, _, _ in found if bs is not None]
+
+
+class PgVectors:
+    """Vectors alone (the :class:`VectorReader` protocol)."""
+
+    def __init__(self, kb: PgKnowledgeBase) -> None:
+        self.kb = kb
+
+    def __len__(self) -> int:
+        return self.kb.chunks
+
+    def search(self, vector: np.ndarray, limit: int,
+               denied: Collection[int] | None = None) -> list[tuple[int, float]]:
+        # callers filter through search_evidence's principal; ``denied`` is applied
+        # here too for callers that pass it
+        found = self.kb.search_evidence("", "vector", vector, limit + len(denied or ()), None)
+        banned = set(denied or ())
+        return [(cid, float(vs)) for cid, _, _, _, vs in found
+                if vs is not None and cid not in banned][:limit]
+
+
+class PgKnowledgeBase:
+    """Read access to KB ``name`` in the PostgreSQL database ``dsn``."""
+
+    vectors_pending = False  # an ingest commits chunks and vectors together
+
+    def __init__(self, settings: Settings, name: str, dsn: str) -> None:
+        self.settings = settings
+        self.name = name
+        self.dsn = dsn
+        self.conn = connect(dsn)
+        self.store = PgStore(self.conn, name)
+        self.lexical = PgLexical(self)
+        self.vectors = PgVectors(self)
+        self.generation = ""
+        self._denied: dict[frozenset[str], frozenset[int]] = {}
+        if not self._load():
+            self.conn.close()
+            raise NotFoundError(f"unknown KB '{name}' in {self._where()} (it is registered "
+                                "there but holds no data; run 'kbagent ingest PATH' again)")
+
+    def _where(self) -> str:
+        from kbagent.kb.registry import redact
+
+        return redact(self.dsn)
+
+    def _load(self) -> bool:
+        import psycopg
+
+        try:
+            rows = self.store._rows("SELECT manifest, n_chunks, updated_at FROM kbagent_kbs "
+                                    "WHERE kb=%s", (self.name,))
+        except psycopg.errors.UndefinedTable:
+            return False
+        if not rows:
+            return False
+        manifest, n_chunks, updated = rows[0]
+        self.manifest: dict[str, Any] = dict(manifest)
+        self.chunks = int(n_chunks)
+        self.documents = int(self.manifest.get("documents", 0))
+        self.generation = repr(updated)
+        self._denied = {}
+        return True
+
+    def refresh(self) -> bool:
+        rows = self.store._rows("SELECT updated_at FROM kbagent_kbs WHERE kb=%s", (self.name,))
+        if not rows:
+            raise NotFoundError(f"KB '{self.name}' was removed")
+        if repr(rows[0][0]) == self.generation:
+            return False
+        return self._load()
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["embedding_dim"])
+
+    @property
+    def embedding_model(self) -> str:
+        return str(self.manifest["embedding_model"])
+
+    @property
+    def embedding_space(self) -> str:
+        from kbagent.kb.embedder import vector_space
+
+        return vector_space(self.embedding_model,
+                            str(self.manifest.get("embedding_precision", "fp32")))
+
+    def denied_chunks(self, principal: Principal) -> frozenset[int]:
+        if principal.groups not in self._denied:
+            self._denied[principal.groups] = frozenset(r[0] for r in self.store._rows(
+                "SELECT id FROM kbagent_chunks WHERE kb=%s AND NOT groups && %s::text[]",
+                (self.name, allowed_tokens(principal))))
+        return self._denied[principal.groups]
+
+    def mentions(self, word: str, principal: Principal) -> bool:
+        return self.store.mentions(word, principal)
+
+    def search_evidence(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
+                        principal: Principal | None) -> list[Evidence]:
+        """The top ``depth`` chunks ``principal`` may read, best first, with each
+        retriever's rank and score: BM25, vectors, the access filter and RRF fusion in
+        one statement. ``vector`` None: BM25 alone."""
+        terms = self.lexical.terms(query) if mode != "vector" else []
+        use_vec = mode != "bm25" and vector is not None
+        if mode == "vector" and not use_vec:
+            return []
+        allowed, tokens = _allowed(principal)
+        kb = sql.Literal(self.name)  # a literal: the planner matches the KB's partial index
+        parts = []
+        parts.append(sql.SQL(_BM25).format(
+            kb=kb, allowed=sql.SQL(allowed), k1=sql.Literal(K1), b=sql.Literal(B),
+            k1p1=sql.Literal(K1 + 1)) if terms else sql.SQL(_EMPTY["br"]))
+        parts.append(sql.SQL(_VECTOR).format(kb=kb, allowed=sql.SQL(allowed),
+                                             dim=sql.Literal(self.dim))
+                     if use_vec else sql.SQL(_EMPTY["vr"]))
+        order = _ORDER[mode] if mode in _ORDER else _ORDER["hybrid"]
+        statement = sql.SQL("WITH ") + sql.SQL(",").join(parts) + sql.SQL(_FUSE).format(
+            rrf=sql.Literal(RRF_K), order=sql.SQL(order))
+        params = {"terms": terms, "depth": depth, "allowed": tokens,
+                  "vec": np.asarray(vector, dtype=np.float32) if use_vec else None}
+        with self.store._lock, self.conn.transaction():
+            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                sql.Literal(EF_SEARCH)))
+            rows = self.conn.execute(statement, params).fetchall()
+        return [(int(r[0]), r[1], None if r[2] is None else float(r[2]), r[3],
+                 None if r[4] is None else float(r[4])) for r in rows]
+
+    def close(self) -> None:
+        self.conn.close()
+

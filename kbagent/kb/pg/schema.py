@@ -1,0 +1,97 @@
+"""Tables of the PostgreSQL store, shared by every KB of one database.
+
+Every table carries ``kb`` first and every key starts with it, so the tables
+can be distributed on Citus by ``kb`` with their rows co-located (see
+``docs/scaling.md``). Chunk vectors are a ``vector`` column of any dimension;
+each KB gets its own partial HNSW index over ``embedding::vector(dim)``.
+
+BM25 is computed exactly from ``kbagent_postings`` (term frequency per chunk,
+the sparse term vector), ``kbagent_terms`` (document frequency per term) and
+the chunk lengths and totals in ``kbagent_chunks`` / ``kbagent_kbs``; the
+terms come from the same analyzer as the local tantivy index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+SCHEMA_LOCK = 0x6B62_6167  # advisory lock taken while creating the tables
+
+DDL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS kbagent_kbs(
+    kb text PRIMARY KEY,
+    manifest jsonb NOT NULL,
+    n_chunks bigint NOT NULL DEFAULT 0,
+    total_tokens bigint NOT NULL DEFAULT 0,
+    updated_at double precision NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kbagent_documents(
+    kb text NOT NULL,
+    id bigserial,
+    path text NOT NULL,
+    title text NOT NULL DEFAULT '',
+    format text NOT NULL,
+    language text NOT NULL DEFAULT '',
+    content_hash text NOT NULL,
+    size bigint NOT NULL,
+    access text[] NOT NULL DEFAULT '{}',
+    text text NOT NULL,
+    line_map text,
+    n_chunks integer NOT NULL DEFAULT 0,
+    ingested_at double precision NOT NULL,
+    PRIMARY KEY (kb, id),
+    UNIQUE (kb, path)
+);
+CREATE TABLE IF NOT EXISTS kbagent_chunks(
+    kb text NOT NULL,
+    id bigserial,
+    doc_id bigint NOT NULL,
+    ordinal integer NOT NULL,
+    start_line integer NOT NULL,
+    end_line integer NOT NULL,
+    heading text NOT NULL DEFAULT '',
+    text text NOT NULL,
+    text_hash text NOT NULL,
+    groups text[] NOT NULL,
+    n_tokens integer NOT NULL,
+    embedding vector,
+    PRIMARY KEY (kb, id),
+    FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_chunks_doc ON kbagent_chunks(kb, doc_id);
+CREATE INDEX IF NOT EXISTS kbagent_chunks_groups ON kbagent_chunks USING gin(groups);
+CREATE TABLE IF NOT EXISTS kbagent_postings(
+    kb text NOT NULL,
+    term text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    PRIMARY KEY (kb, term, chunk_id),
+    FOREIGN KEY (kb, chunk_id) REFERENCES kbagent_chunks(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_postings_chunk ON kbagent_postings(kb, chunk_id);
+CREATE TABLE IF NOT EXISTS kbagent_terms(
+    kb text NOT NULL,
+    term text NOT NULL,
+    df integer NOT NULL,
+    PRIMARY KEY (kb, term)
+);
+"""
+
+
+def create_schema(conn: Any) -> None:
+    """Create the tables once per database (two first ingesters may race: a lock)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute(DDL)
+
+
+def kb_lock_key(name: str) -> int:
+    """The advisory lock key of KB ``name`` (a signed 64-bit integer)."""
+    digest = hashlib.sha256(f"kbagent:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def hnsw_index_name(name: str) -> str:
+    return "kbagent_hnsw_" + hashlib.sha256(name.encode()).hexdigest()[:16]
