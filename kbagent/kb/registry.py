@@ -8,8 +8,11 @@ file is a local one.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +64,22 @@ def store_of(settings: Settings, name: str) -> str | None:
     return load(settings).get(name)
 
 
-def _write(settings: Settings, entries: dict[str, str]) -> None:
+@contextlib.contextmanager
+def _locked(settings: Settings) -> Iterator[None]:
+    """Serialise read-modify-write of the registry (several ingests at once)."""
     path = registry_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write(settings: Settings, entries: dict[str, str]) -> None:
+    path = registry_path(settings)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump({k: {"store": v} for k, v in sorted(entries.items())}, f, indent=2)
@@ -75,14 +90,16 @@ def _write(settings: Settings, entries: dict[str, str]) -> None:
 
 
 def register(settings: Settings, name: str, dsn: str) -> None:
-    entries = load(settings)
-    if entries.get(validate_name(name)) != check_dsn(dsn):
-        entries[name] = dsn
-        _write(settings, entries)
+    with _locked(settings):
+        entries = load(settings)
+        if entries.get(validate_name(name)) != check_dsn(dsn):
+            entries[name] = dsn
+            _write(settings, entries)
 
 
 def unregister(settings: Settings, name: str) -> None:
-    entries = load(settings)
-    if entries.pop(name, None) is not None:
-        _write(settings, entries)
+    with _locked(settings):
+        entries = load(settings)
+        if entries.pop(name, None) is not None:
+            _write(settings, entries)
 

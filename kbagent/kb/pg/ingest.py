@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from psycopg import sql
 
 from kbagent.errors import BadInputError, KbBusyError
 from kbagent.kb.access import index_tokens, load_access_rules, parse_access_rules
@@ -30,7 +29,13 @@ from kbagent.kb.lexical import _analyzer
 from kbagent.kb.models import FileReport, IngestReport
 from kbagent.kb.pg.conn import connect
 from kbagent.kb.pg.kb import PgStore
-from kbagent.kb.pg.schema import create_schema, hnsw_index_name, kb_lock_key
+from kbagent.kb.pg.schema import (
+    create_schema,
+    drop_hnsw_indexes,
+    ensure_hnsw_index,
+    hnsw_index_name,
+    kb_lock_key,
+)
 from kbagent.kb.registry import check_dsn, redact, register
 from kbagent.kb.store import _line_map
 
@@ -104,6 +109,8 @@ class PgIngestor(Ingestor):
         if base is not None and not rebuild:
             manifest["created_at"] = base.get("created_at", manifest["created_at"])
         manifest["kbaccess"] = self._rules.text
+        index = hnsw_index_name(self.name, self._expect_dim)
+        ensure_hnsw_index(conn, self.name, self._expect_dim)
         with conn.transaction():
             if rebuild or base is None:
                 self._clear(conn)
@@ -112,6 +119,8 @@ class PgIngestor(Ingestor):
             self._insert(conn, pending, vectors)
             _docs, chunks = self._finish(conn, manifest)
             self._checkpoint("pg-written")  # a kill here: the transaction never commits
+        if base is not None and int(base["embedding_dim"]) != self._expect_dim:
+            drop_hnsw_indexes(conn, self.name, keep=index)  # a rebuild changed the dimension
         cache.discard()
         report.committed = True
         report.chunks_total = chunks
@@ -144,8 +153,6 @@ class PgIngestor(Ingestor):
     def _clear(self, conn: Any) -> None:
         conn.execute("DELETE FROM kbagent_documents WHERE kb=%s", (self.name,))
         conn.execute("DELETE FROM kbagent_terms WHERE kb=%s", (self.name,))
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-            sql.Identifier(hnsw_index_name(self.name))))  # the dimension may change
 
     def _delete(self, conn: Any, gone: list[int]) -> None:
         conn.execute(
@@ -210,11 +217,6 @@ class PgIngestor(Ingestor):
             "coalesce(sum(n_tokens), 0) FROM kbagent_chunks WHERE kb=%(kb)s",
             {"kb": self.name}).fetchone()
         manifest.update(documents=int(docs), chunks=int(chunks), store="postgresql")
-        conn.execute(sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON kbagent_chunks USING hnsw "
-            "((embedding::vector({dim})) vector_cosine_ops) WHERE kb = {kb}").format(
-                name=sql.Identifier(hnsw_index_name(self.name)),
-                dim=sql.Literal(int(manifest["embedding_dim"])), kb=sql.Literal(self.name)))
         from psycopg.types.json import Jsonb
 
         conn.execute(
@@ -240,7 +242,6 @@ def remove_pg_kb(name: str, dsn: str) -> None:
             conn.execute("DELETE FROM kbagent_kbs WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_documents WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_terms WHERE kb=%s", (name,))
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-                sql.Identifier(hnsw_index_name(name))))
+        drop_hnsw_indexes(conn, name)
     finally:
         conn.close()

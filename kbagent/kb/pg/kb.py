@@ -50,7 +50,7 @@ br AS (SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS r FROM b)
 """
 _VECTOR = """
 v AS MATERIALIZED (SELECT id, embedding::vector({dim}) <=> %(vec)s::vector({dim}) AS d
-      FROM kbagent_chunks c WHERE kb = {kb} AND embedding IS NOT NULL AND {allowed}
+      FROM kbagent_chunks c WHERE kb = {kb} AND vector_dims(embedding) = {dim} AND {allowed}
       ORDER BY embedding::vector({dim}) <=> %(vec)s::vector({dim}) LIMIT %(depth)s),
 vr AS (SELECT id, d, row_number() OVER (ORDER BY d, id) AS r FROM v)
 """

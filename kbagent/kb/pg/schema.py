@@ -93,5 +93,39 @@ def kb_lock_key(name: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def hnsw_index_name(name: str) -> str:
+def hnsw_index_prefix(name: str) -> str:
     return "kbagent_hnsw_" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def hnsw_index_name(name: str, dim: int) -> str:
+    """KB ``name``'s HNSW index over its ``dim``-dimensional vectors."""
+    return f"{hnsw_index_prefix(name)}_{dim}"
+
+
+def ensure_hnsw_index(conn: Any, name: str, dim: int) -> None:
+    """Create KB ``name``'s partial HNSW index (before its data transaction: CREATE
+    INDEX takes a SHARE lock on the table, and two ingesters taking it inside their
+    data transactions would deadlock; one at a time under the schema lock)."""
+    from psycopg import sql
+
+    index = hnsw_index_name(name, dim)
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (index,)).fetchone()[0]:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {index} ON kbagent_chunks USING hnsw "
+            "((embedding::vector({dim})) vector_cosine_ops) "
+            "WHERE kb = {kb} AND vector_dims(embedding) = {dim}").format(
+                index=sql.Identifier(index), dim=sql.Literal(dim), kb=sql.Literal(name)))
+
+
+def drop_hnsw_indexes(conn: Any, name: str, keep: str = "") -> None:
+    """Drop KB ``name``'s HNSW indexes except ``keep`` (vectors of another dimension)."""
+    from psycopg import sql
+
+    for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = "
+                                 "'kbagent_chunks' AND indexname LIKE %s",
+                                 (hnsw_index_prefix(name) + "%",)).fetchall():
+        if index != keep:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
