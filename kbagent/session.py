@@ -151,10 +151,7 @@ def editor_command(on_disk: Path, line: int) -> list[str]:
 
 def document_chunk_spans(kb: Any, path: str) -> list[tuple[int, int]]:
     """(start_line, end_line) of each chunk of ``path``, in order."""
-    rows = kb.store.conn.execute(
-        "SELECT c.start_line, c.end_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
-        "WHERE d.path = ? ORDER BY c.ordinal", (path,))
-    return [(int(a), int(b)) for a, b in rows]
+    return [(int(a), int(b)) for a, b in kb.store.chunk_spans(path)]
 
 
 # ----------------------------------------------------------------- session
@@ -337,12 +334,8 @@ def example_questions(kbs: list[Any], principal: Principal = ANONYMOUS
 
     docs: list[tuple[str, str]] = []  # (title, first heading)
     for kb in kbs:
-        rows = kb.store.conn.execute(
-            "SELECT d.title, d.path, (SELECT c.heading FROM chunks c WHERE c.doc_id = d.id "
-            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access FROM documents d "
-            "ORDER BY d.path")
-        for title, path, heading, access in rows:
-            if not may_read(principal, json.loads(access)):
+        for title, path, heading, access in kb.store.first_headings():
+            if not may_read(principal, access):
                 continue
             name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
             last = (heading or "").split(" > ")[-1].strip()

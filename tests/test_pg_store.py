@@ -299,3 +299,26 @@ def test_one_kb_has_one_writer_and_readers_are_never_blocked(settings, make_fold
     kb = open_kb(settings, "pglock")
     assert "new.md" in [h.path for h in hits(kb, "quokkas", "bm25")]
     kb.close()
+
+
+def test_file_views_and_session_helpers_read_the_pg_store(settings, make_folder, pg_dsn, memo):
+    from kbagent.errors import NotFoundError
+    from kbagent.kb.views import FileViews
+    from kbagent.session import document_chunk_spans, example_questions
+
+    folder = make_folder(DOCS)
+    Ingestor(settings, "vloc", embedder=memo).run(folder)
+    pg_ingest(settings, "pgviews", pg_dsn, folder, memo)
+    local, kb = open_kb(settings, "vloc"), open_kb(settings, "pgviews")
+    for path in ("guide/retry.md", "finance/q3.md"):
+        assert document_chunk_spans(kb, path) == document_chunk_spans(local, path)
+        a = FileViews(local).cat(path, 1, 50).lines
+        b = FileViews(kb).cat(path, 1, 50).lines
+        assert [(ln.number, ln.text) for ln in a] == [(ln.number, ln.text) for ln in b]
+    assert FileViews(kb).ls("") == FileViews(local).ls("")
+    assert "secret/" not in FileViews(kb).ls("")  # the only file there is restricted
+    with pytest.raises(NotFoundError):
+        FileViews(kb).cat("secret/plan.md", 1, 5)
+    assert example_questions([kb]) == example_questions([local])
+    local.close()
+    kb.close()

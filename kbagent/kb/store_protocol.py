@@ -45,6 +45,10 @@ class ChunkReader(Protocol):
 
     def visible_counts(self, principal: Principal) -> tuple[int, int]: ...
 
+    def chunk_spans(self, path: str) -> list[tuple[int, int]]: ...
+
+    def first_headings(self) -> list[tuple[str, str, str | None, list[str]]]: ...
+
 
 class LexicalReader(Protocol):
     def search(self, query: str, limit: int,

@@ -136,6 +136,18 @@ class PgStore:
                 chunks += n_chunks
         return docs, chunks
 
+    def chunk_spans(self, path: str) -> list[tuple[int, int]]:
+        return [(int(a), int(b)) for a, b in self._rows(
+            "SELECT c.start_line, c.end_line FROM kbagent_chunks c JOIN kbagent_documents d "
+            "ON d.kb = c.kb AND d.id = c.doc_id WHERE c.kb=%s AND d.path=%s ORDER BY c.ordinal",
+            (self.name, path))]
+
+    def first_headings(self) -> list[tuple[str, str, str | None, list[str]]]:
+        return [(r[0], r[1], r[2], list(r[3])) for r in self._rows(
+            "SELECT d.title, d.path, (SELECT c.heading FROM kbagent_chunks c WHERE c.kb = d.kb "
+            "AND c.doc_id = d.id AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access "
+            "FROM kbagent_documents d WHERE d.kb=%s ORDER BY d.path", (self.name,))]
+
     def mentions(self, word: str, principal: Principal) -> bool:
         pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return bool(self._rows(
