@@ -48,11 +48,11 @@ def _free_port() -> int:
 
 class PgServer:
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="kbagent-pg-"))
+        self.bin = _bin_dir()
         self.port = _free_port()
         self.as_root = os.geteuid() == 0
-        self.bin = _bin_dir()
         self.started = False
+        self.dir = Path(tempfile.mkdtemp(prefix="kbagent-pg-"))
 
     @property
     def dsn(self) -> str:
@@ -92,7 +92,15 @@ class PgServer:
             self.bin = copy / self.bin.parent.name / "bin"
 
     def start(self) -> str:
-        """Start the server; return its DSN or raise :class:`PgUnavailable`."""
+        """Start the server; return its DSN or raise :class:`PgUnavailable` (its
+        folder is then removed)."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> str:
         if self.as_root:
             self._prepare_root()
         data = self.dir / "data"
