@@ -199,6 +199,9 @@ def test_cli_store_is_registered_and_used_without_flags(settings, make_folder, p
     assert listed["team"]["chunks"] > 0 and "s3cret" not in r.stdout
     r = runner.invoke(app, ["ingest", str(folder), "--kb", "team", "-q"])  # no --store
     assert r.exit_code == 0 and "up to date" in r.stdout
+    other = pg_dsn.replace("127.0.0.1", "localhost")
+    r = runner.invoke(app, ["ingest", str(folder), "--kb", "team", "--store", other, "-q"])
+    assert r.exit_code != 0 and "is held in" in r.output and "s3cret" not in r.output
     r = runner.invoke(app, ["kbs", "rm", "team", "--yes"])
     assert r.exit_code == 0, r.output
     assert "team" not in json.loads(reg.read_text())

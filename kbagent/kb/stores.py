@@ -37,7 +37,11 @@ def ingestor_for(settings: Settings, name: str, store: str | None, **kw: Any) ->
     else the local one. A name cannot live in both stores."""
     from kbagent.kb.ingest import Ingestor
 
-    dsn = check_dsn(store) if store else store_of(settings, name)
+    known = store_of(settings, name)
+    if store and known and known != store:
+        raise BadInputError(f"KB '{name}' is held in {redact(known)}, not {redact(store)}; "
+                            f"remove it first (kbagent kbs rm {name}) or choose another --kb")
+    dsn = check_dsn(store) if store else known
     if dsn is None:
         return Ingestor(settings, name, **kw)
     if current_generation(kb_dir(settings, name)) is not None:

@@ -60,8 +60,8 @@ class PgIngestor(Ingestor):
                                 (kb_lock_key(self.name),)).fetchone()[0]:
                 raise KbBusyError(f"KB '{self.name}' is being updated by another ingest "
                                   f"(in {redact(self.dsn)}); try again when it is done")
-            register(self.settings, self.name, self.dsn)
             report = self._run_pg(conn, source, rebuild)
+            register(self.settings, self.name, self.dsn)  # after the commit: never empty
         finally:
             conn.close()  # also releases the advisory lock
         report.seconds = time.perf_counter() - started
