@@ -252,6 +252,9 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
                           "open_s": round(open_s, 3),
                           "disk_mb": round(_disk(settings, name, store, dsn, before) / 1e6, 1)}
             log(f"{size} {store}: {row[store]}")
+        plan = kbs["pg"].explain(queries[0], "vector", qvecs[0], 30, ANONYMOUS)
+        row["pg_vector_plan_uses_hnsw"] = "kbagent_hnsw_" in plan
+        log(f"{size} vector plan:\n{plan}")
         searchers = {s: HybridSearcher([kb]) for s, kb in kbs.items()}
         for mode in MODES:
             times: dict[str, list[float]] = {"local": [], "pg": []}

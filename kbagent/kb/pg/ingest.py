@@ -119,6 +119,8 @@ class PgIngestor(Ingestor):
             self._insert(conn, pending, vectors)
             _docs, chunks = self._finish(conn, manifest)
             self._checkpoint("pg-written")  # a kill here: the transaction never commits
+        # fresh statistics for the planner (row counts per KB, vector dimensions)
+        conn.execute("ANALYZE kbagent_chunks, kbagent_postings, kbagent_terms")
         if base is not None and int(base["embedding_dim"]) != self._expect_dim:
             drop_hnsw_indexes(conn, self.name, keep=index)  # a rebuild changed the dimension
         cache.discard()

@@ -267,36 +267,55 @@ class PgKnowledgeBase:
     def mentions(self, word: str, principal: Principal) -> bool:
         return self.store.mentions(word, principal)
 
-    def search_evidence(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
-                        principal: Principal | None) -> list[Evidence]:
-        """The top ``depth`` chunks ``principal`` may read, best first, with each
-        retriever's rank and score: BM25, vectors, the access filter and RRF fusion in
-        one statement. ``vector`` None: BM25 alone."""
+    def _statement(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
+                   principal: Principal | None) -> tuple[sql.Composed, dict[str, Any]] | None:
         terms = self.lexical.terms(query) if mode != "vector" else []
         use_vec = mode != "bm25" and vector is not None
         if mode == "vector" and not use_vec:
-            return []
+            return None
         allowed, tokens = _allowed(principal)
         kb = sql.Literal(self.name)  # a literal: the planner matches the KB's partial index
-        parts = []
-        parts.append(sql.SQL(_BM25).format(
-            kb=kb, allowed=sql.SQL(allowed), k1=sql.Literal(K1), b=sql.Literal(B),
-            k1p1=sql.Literal(K1 + 1)) if terms else sql.SQL(_EMPTY["br"]))
-        parts.append(sql.SQL(_VECTOR).format(kb=kb, allowed=sql.SQL(allowed),
-                                             dim=sql.Literal(self.dim))
-                     if use_vec else sql.SQL(_EMPTY["vr"]))
+        parts = [
+            sql.SQL(_BM25).format(kb=kb, allowed=sql.SQL(allowed), k1=sql.Literal(K1),
+                                  b=sql.Literal(B), k1p1=sql.Literal(K1 + 1))
+            if terms else sql.SQL(_EMPTY["br"]),
+            sql.SQL(_VECTOR).format(kb=kb, allowed=sql.SQL(allowed), dim=sql.Literal(self.dim))
+            if use_vec else sql.SQL(_EMPTY["vr"]),
+        ]
         order = _ORDER[mode] if mode in _ORDER else _ORDER["hybrid"]
         statement = sql.SQL("WITH ") + sql.SQL(",").join(parts) + sql.SQL(_FUSE).format(
             rrf=sql.Literal(RRF_K), order=sql.SQL(order))
         params = {"terms": terms, "depth": depth, "allowed": tokens,
                   "vec": np.asarray(vector, dtype=np.float32) if use_vec else None}
+        return statement, params
+
+    def _execute(self, statement: sql.Composable, params: dict[str, Any]) -> list[Any]:
         with self.store._lock, self.conn.transaction():
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                 sql.Literal(EF_SEARCH)))
-            rows = self.conn.execute(statement, params).fetchall()
+            return list(self.conn.execute(statement, params).fetchall())
+
+    def search_evidence(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
+                        principal: Principal | None) -> list[Evidence]:
+        """The top ``depth`` chunks ``principal`` may read, best first, with each
+        retriever's rank and score: BM25, vectors, the access filter and RRF fusion in
+        one statement. ``vector`` None: BM25 alone."""
+        built = self._statement(query, mode, vector, depth, principal)
+        if built is None:
+            return []
+        rows = self._execute(*built)
         return [(int(r[0]), r[1], None if r[2] is None else float(r[2]), r[3],
                  None if r[4] is None else float(r[4])) for r in rows]
+
+    def explain(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
+                principal: Principal | None) -> str:
+        """The server's plan of :meth:`search_evidence`'s statement (benchmarks)."""
+        built = self._statement(query, mode, vector, depth, principal)
+        if built is None:
+            return ""
+        rows = self._execute(sql.SQL("EXPLAIN ") + built[0], built[1])
+        return "\n".join(r[0] for r in rows)
 
     def close(self) -> None:
         self.conn.close()

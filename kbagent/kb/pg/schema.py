@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS kbagent_chunks(
 );
 CREATE INDEX IF NOT EXISTS kbagent_chunks_doc ON kbagent_chunks(kb, doc_id);
 CREATE INDEX IF NOT EXISTS kbagent_chunks_groups ON kbagent_chunks USING gin(groups);
+-- the planner's row estimate for the HNSW indexes' predicate (else a fixed 0.5%)
+CREATE STATISTICS IF NOT EXISTS kbagent_chunks_dims ON (vector_dims(embedding)), kb
+    FROM kbagent_chunks;
 CREATE TABLE IF NOT EXISTS kbagent_postings(
     kb text NOT NULL,
     term text NOT NULL,
