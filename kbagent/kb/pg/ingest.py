@@ -120,7 +120,8 @@ class PgIngestor(Ingestor):
             _docs, chunks = self._finish(conn, manifest)
             self._checkpoint("pg-written")  # a kill here: the transaction never commits
         # fresh statistics for the planner (row counts per KB, vector dimensions)
-        conn.execute("ANALYZE kbagent_chunks, kbagent_postings, kbagent_terms")
+        # and the visibility map, so BM25 reads the postings index alone
+        conn.execute("VACUUM (ANALYZE) kbagent_chunks, kbagent_postings, kbagent_terms")
         if base is not None and int(base["embedding_dim"]) != self._expect_dim:
             drop_hnsw_indexes(conn, self.name, keep=index)  # a rebuild changed the dimension
         cache.discard()
@@ -186,7 +187,7 @@ class PgIngestor(Ingestor):
                               p.doc.language, p.content_hash, p.size, list(p.doc.access),
                               "\n".join(ln.text for ln in p.doc.lines), _line_map(p.doc.lines),
                               len(p.chunks), now))
-        postings: list[tuple[str, int, int]] = []
+        postings: list[tuple[str, int, int, int]] = []
         with conn.cursor().copy(
                 "COPY kbagent_chunks(kb,id,doc_id,ordinal,start_line,end_line,heading,text,"
                 "text_hash,groups,n_tokens,embedding) FROM STDIN") as cp:
@@ -198,13 +199,14 @@ class PgIngestor(Ingestor):
                     tokens = self.analyzer.analyze(ch.index_text(p.doc.title))
                     tf = Counter(tokens)
                     df.update(tf.keys())
-                    postings += [(t, cid, n) for t, n in tf.items()]
+                    postings += [(t, cid, n, len(tokens)) for t, n in tf.items()]
                     cp.write_row((self.name, cid, did, ch.ordinal, ch.start_line, ch.end_line,
                                   ch.heading, ch.text, h, groups, len(tokens),
                                   _vec_text(vectors[h])))
-        with conn.cursor().copy("COPY kbagent_postings(kb,term,chunk_id,tf) FROM STDIN") as cp:
-            for t, cid, n in postings:
-                cp.write_row((self.name, t, cid, n))
+        with conn.cursor().copy(
+                "COPY kbagent_postings(kb,term,chunk_id,tf,n_tokens) FROM STDIN") as cp:
+            for t, cid, n, length in postings:
+                cp.write_row((self.name, t, cid, n, length))
         conn.execute("CREATE TEMP TABLE kbagent_df(term text, df integer) ON COMMIT DROP")
         with conn.cursor().copy("COPY kbagent_df(term, df) FROM STDIN") as cp:
             for t, n in df.items():

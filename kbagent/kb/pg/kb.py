@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Collection
 from typing import Any
 
@@ -39,13 +40,15 @@ st AS (SELECT n_chunks::float8 AS n,
        FROM kbagent_kbs WHERE kb = {kb}),
 w AS (SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
       FROM kbagent_terms t, st WHERE t.kb = {kb} AND t.term = ANY(%(terms)s)),
-b AS (SELECT p.chunk_id AS id,
-             sum(w.idf * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * c.n_tokens / st.avgdl)))
+a AS (SELECT p.chunk_id AS id,
+             sum(w.idf * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.n_tokens / st.avgdl)))
                AS s
-      FROM w JOIN kbagent_postings p ON p.kb = {kb} AND p.term = w.term
-      JOIN kbagent_chunks c ON c.kb = {kb} AND c.id = p.chunk_id, st
-      WHERE {allowed}
-      GROUP BY p.chunk_id ORDER BY s DESC, p.chunk_id LIMIT %(depth)s),
+      FROM w JOIN kbagent_postings p ON p.kb = {kb} AND p.term = w.term, st
+      GROUP BY p.chunk_id),
+b AS (SELECT o.id, o.s FROM (SELECT id, s FROM a ORDER BY s DESC, id) o
+      WHERE EXISTS (SELECT 1 FROM kbagent_chunks c WHERE c.kb = {kb} AND c.id = o.id
+                    AND {allowed})
+      ORDER BY o.s DESC, o.id LIMIT %(depth)s),
 br AS (SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS r FROM b)
 """
 _VECTOR = """
@@ -59,12 +62,21 @@ _EMPTY = {"br": "br AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigi
           "vr": "vr AS (SELECT NULL::bigint AS id, NULL::float8 AS d, NULL::bigint AS r "
                 "WHERE false)"}
 _FUSE = """
-SELECT coalesce(br.id, vr.id) AS id, br.r, br.s, vr.r, 1 - vr.d,
-       coalesce(1.0 / ({rrf} + br.r), 0) + coalesce(1.0 / ({rrf} + vr.r), 0) AS rrf
-FROM br FULL OUTER JOIN vr ON br.id = vr.id
-ORDER BY {order} LIMIT %(depth)s
+f AS (SELECT coalesce(br.id, vr.id) AS id, br.r AS br, br.s AS bs, vr.r AS vr, 1 - vr.d AS vs,
+             coalesce(1.0 / ({rrf} + br.r), 0) + coalesce(1.0 / ({rrf} + vr.r), 0) AS rrf,
+             vr.d AS vd
+      FROM br FULL OUTER JOIN vr ON br.id = vr.id
+      ORDER BY {inner} LIMIT %(depth)s)
+SELECT f.id, f.br, f.bs, f.vr, f.vs, c.doc_id, d.path, d.title, c.start_line, c.end_line,
+       c.heading, c.text, d.access, (SELECT updated_at FROM kbagent_kbs WHERE kb = {kb})
+FROM f JOIN kbagent_chunks c ON c.kb = {kb} AND c.id = f.id
+JOIN kbagent_documents d ON d.kb = {kb} AND d.id = c.doc_id
+ORDER BY {order}
 """
-_ORDER = {"hybrid": "rrf DESC, id", "bm25": "br.s DESC, id", "vector": "vr.d, id"}
+# the chunk rows come back with the ranking: one round trip per search
+_ORDER = {"hybrid": "rrf DESC, id", "bm25": "bs DESC, id", "vector": "vd, id"}
+SESSION = ("SET hnsw.iterative_scan = relaxed_order; "
+           f"SET hnsw.ef_search = {EF_SEARCH}")
 
 
 def _allowed(principal: Principal | None) -> tuple[str, list[str]]:
@@ -80,6 +92,7 @@ class PgStore:
         self.conn = conn
         self.name = name
         self._lock = threading.Lock()  # one statement at a time on the shared connection
+        self._recent: dict[int, ChunkRow] = {}
 
     def _rows(self, query: str, params: Any = ()) -> list[Any]:
         with self._lock:
@@ -95,13 +108,22 @@ class PgStore:
                           "FROM kbagent_documents WHERE kb=%s", (self.name,))
         return {r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6]), r[7]) for r in rows}
 
+    def remember(self, rows: list[ChunkRow]) -> None:
+        """Rows the last search statement returned (its caller asks for them next)."""
+        self._recent = {r.id: r for r in rows}
+
     def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
+        out = {i: self._recent[i] for i in ids if i in self._recent}
+        missing = [i for i in ids if i not in out]
+        if not missing:
+            return out
         rows = self._rows(
             "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
             "d.access FROM kbagent_chunks c JOIN kbagent_documents d ON d.kb=c.kb AND "
-            "d.id=c.doc_id WHERE c.kb=%s AND c.id = ANY(%s)", (self.name, list(ids)))
-        return {r[0]: ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]))
-                for r in rows}
+            "d.id=c.doc_id WHERE c.kb=%s AND c.id = ANY(%s)", (self.name, missing))
+        out.update({r[0]: ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]))
+                    for r in rows})
+        return out
 
     def document_lines(self, path: str) -> tuple[DocRow, list[Line]] | None:
         rows = self._rows("SELECT id,path,title,format,content_hash,size,access,n_chunks,text,"
@@ -201,6 +223,8 @@ class PgKnowledgeBase:
         self.name = name
         self.dsn = dsn
         self.conn = connect(dsn)
+        self.conn.execute(SESSION)
+        self._checked, self._stale = time.monotonic(), False
         self.store = PgStore(self.conn, name)
         self.lexical = PgLexical(self)
         self.vectors = PgVectors(self)
@@ -235,6 +259,12 @@ class PgKnowledgeBase:
         return True
 
     def refresh(self) -> bool:
+        """Reload the manifest if an ingest committed since. Checked by every search
+        statement (no extra round trip), and here at most once a second."""
+        now = time.monotonic()
+        if not self._stale and now - self._checked < 1.0:
+            return False
+        self._checked, self._stale = now, False
         rows = self.store._rows("SELECT updated_at FROM kbagent_kbs WHERE kb=%s", (self.name,))
         if not rows:
             raise NotFoundError(f"KB '{self.name}' was removed")
@@ -283,18 +313,18 @@ class PgKnowledgeBase:
             if use_vec else sql.SQL(_EMPTY["vr"]),
         ]
         order = _ORDER[mode] if mode in _ORDER else _ORDER["hybrid"]
-        statement = sql.SQL("WITH ") + sql.SQL(",").join(parts) + sql.SQL(_FUSE).format(
-            rrf=sql.Literal(RRF_K), order=sql.SQL(order))
+        statement = sql.SQL("WITH ") + sql.SQL(",").join(parts) + sql.SQL(",") + sql.SQL(
+            _FUSE).format(rrf=sql.Literal(RRF_K), inner=sql.SQL(order),
+                          order=sql.SQL(order.replace("id", "f.id")), kb=kb)
         params = {"terms": terms, "depth": depth, "allowed": tokens,
                   "vec": np.asarray(vector, dtype=np.float32) if use_vec else None}
         return statement, params
 
     def _execute(self, statement: sql.Composable, params: dict[str, Any]) -> list[Any]:
-        with self.store._lock, self.conn.transaction():
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            self.conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                sql.Literal(EF_SEARCH)))
-            return list(self.conn.execute(statement, params).fetchall())
+        # hnsw settings are set for the session (SESSION); never a prepared statement:
+        # a generic plan does not know the query vector and ranks 3-10x slower
+        with self.store._lock:
+            return list(self.conn.execute(statement, params, prepare=False).fetchall())
 
     def search_evidence(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
                         principal: Principal | None) -> list[Evidence]:
@@ -305,6 +335,10 @@ class PgKnowledgeBase:
         if built is None:
             return []
         rows = self._execute(*built)
+        if rows and repr(rows[0][13]) != self.generation:
+            self._stale = True  # an ingest committed: refresh() reloads the manifest
+        self.store.remember([ChunkRow(r[0], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+                                      list(r[12])) for r in rows])
         return [(int(r[0]), r[1], None if r[2] is None else float(r[2]), r[3],
                  None if r[4] is None else float(r[4])) for r in rows]
 

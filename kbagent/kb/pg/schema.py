@@ -70,7 +70,8 @@ CREATE TABLE IF NOT EXISTS kbagent_postings(
     term text NOT NULL,
     chunk_id bigint NOT NULL,
     tf integer NOT NULL,
-    PRIMARY KEY (kb, term, chunk_id),
+    n_tokens integer NOT NULL,  -- the chunk's length, copied: scoring reads this index only
+    PRIMARY KEY (kb, term, chunk_id) INCLUDE (tf, n_tokens),
     FOREIGN KEY (kb, chunk_id) REFERENCES kbagent_chunks(kb, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS kbagent_postings_chunk ON kbagent_postings(kb, chunk_id);
