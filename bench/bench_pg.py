@@ -178,6 +178,11 @@ def main() -> None:
     ap.add_argument("section", choices=("ndcg", "latency", "access"))
     ap.add_argument("--sets", default="nfcorpus,scifact")
     ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--dsn", default="", help="an existing server (default: start one)")
+    ap.add_argument("--home", type=Path, default=None,
+                    help="KBAGENT_HOME kept between runs (latency: ingest and measure apart)")
+    ap.add_argument("--ingest", default="local,pg", help="latency: stores to ingest into")
+    ap.add_argument("--measure", default="local,pg", help="latency: stores to time")
     ap.add_argument("--cache", default="pg_embed.sqlite",
                     help="vector cache file in bench/out/cache (one per concurrent run)")
     ap.add_argument("--queries", type=int, default=200, help="latency queries per mode")
@@ -186,16 +191,17 @@ def main() -> None:
     args = ap.parse_args()
     results: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
                                "cpus": os.cpu_count()}
-    server = PgServer()
-    dsn = server.start()
-    log(f"PostgreSQL at {dsn} ({server.bin})")
+    server = None if args.dsn else PgServer()
+    dsn = args.dsn or server.start()  # type: ignore[union-attr]
+    log(f"PostgreSQL at {dsn}")
     try:
         with tempfile.TemporaryDirectory(prefix="bench_pg_") as tmp:
             fn = {"ndcg": section_ndcg, "latency": section_latency,
                   "access": section_access}[args.section]
             results[args.section] = fn(args, dsn, Path(tmp))
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"pg_results_{args.section}.json").write_text(json.dumps(results, indent=2))
@@ -228,30 +234,40 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
     queries = random.Random(7).sample(texts, args.queries)
     qvecs = HashEmbedder().encode(queries)
     out: dict[str, Any] = {}
+    home = args.home or work / "home"
     for size in [int(x) for x in args.sizes.split(",") if x]:
         folder = work / f"big{size}"
-        settings = Settings.load(home=work / "home", bm25_first_chunks=0)
-        info = make_big_corpus(args.data, folder, size, settings)
-        log(f"{size}: {info['files']} files, {info['chunks_planned']} chunks planned")
-        row: dict[str, Any] = {"files": info["files"], "rounds": info["rounds"]}
+        settings = Settings.load(home=home, bm25_first_chunks=0)
+        row: dict[str, Any] = {}
         kbs = {}
         for store in ("local", "pg"):
             name = f"big{size}-{store}"
-            before = _db_size(dsn) if store == "pg" else 0
-            emb = HashEmbedder()
-            t0 = time.perf_counter()
-            rep = ingestor_for(settings, name, dsn if store == "pg" else None,
-                               embedder=emb).run(folder)
-            ingest_s = time.perf_counter() - t0
+            if store in args.ingest.split(","):
+                if not folder.exists():
+                    info = make_big_corpus(args.data, folder, size, settings)
+                    log(f"{size}: {info['files']} files, {info['chunks_planned']} chunks")
+                    row.update(files=info["files"], rounds=info["rounds"])
+                before = _db_size(dsn) if store == "pg" else 0
+                t0 = time.perf_counter()
+                rep = ingestor_for(settings, name, dsn if store == "pg" else None,
+                                   embedder=HashEmbedder()).run(folder)
+                ingest_s = time.perf_counter() - t0
+                row[store] = {"chunks": rep.chunks_total, "ingest_s": round(ingest_s, 1),
+                              "ingest_s_per_1k_chunks": round(
+                                  ingest_s / rep.chunks_total * 1000, 2),
+                              "disk_mb": round(_disk(settings, name, store, dsn, before) / 1e6,
+                                               1)}
+                log(f"{size} {store}: {row[store]}")
+            if store not in args.measure.split(","):
+                continue
             t0 = time.perf_counter()
             kb = open_kb(settings, name)
-            open_s = time.perf_counter() - t0
+            row.setdefault(store, {})["open_s"] = round(time.perf_counter() - t0, 3)
+            row[store]["chunks"] = kb.chunks
             kbs[store] = kb
-            row[store] = {"chunks": rep.chunks_total, "ingest_s": round(ingest_s, 1),
-                          "ingest_s_per_1k_chunks": round(ingest_s / rep.chunks_total * 1000, 2),
-                          "open_s": round(open_s, 3),
-                          "disk_mb": round(_disk(settings, name, store, dsn, before) / 1e6, 1)}
-            log(f"{size} {store}: {row[store]}")
+        if set(kbs) != {"local", "pg"}:
+            out[str(size)] = row
+            continue
         plan = kbs["pg"].explain(queries[0], "vector", qvecs[0], 30, ANONYMOUS)
         row["pg_vector_plan_uses_hnsw"] = "kbagent_hnsw_" in plan
         log(f"{size} vector plan:\n{plan}")
