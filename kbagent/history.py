@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb.file_modes import private_dir, private_file
 
 HISTORY_FILE = "history.sqlite"
 
@@ -78,9 +79,10 @@ class History:
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)  # answers quote documents: 0700 folder, 0600 files
         try:
-            conn = sqlite3.connect(self.path, timeout=10)
+            # created 0600 first: SQLite gives the -wal and -shm files the database's mode
+            conn = sqlite3.connect(private_file(self.path), timeout=10)
         except sqlite3.Error as e:
             raise KbCorruptError(f"cannot open the history {self.path}: {e}") from e
         try:

@@ -26,6 +26,7 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal
+from kbagent.kb.file_modes import private_dir
 from kbagent.settings import Settings
 
 LAST_ANSWER = "last_answer.json"
@@ -81,7 +82,7 @@ def save_last_answer(settings: Settings, result: Any, principal: Principal = ANO
     """Keep the last answer (with every reference seen) for ``kbagent ref``."""
     from kbagent.kb.knowledge_base import write_atomic
 
-    settings.home.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.home)  # the answer quotes documents: 0700 here, the file 0600
     data = {**result.to_dict(), "all_references": result.all_references}
     write_atomic(last_answer_path(settings, principal), json.dumps(data, ensure_ascii=False))
 

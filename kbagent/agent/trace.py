@@ -45,6 +45,7 @@ from kbagent.agent.events import (
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
+from kbagent.kb.file_modes import open_private, private_dir
 
 TRACE_VERSION = 1
 _EVENT_TYPES: dict[str, type[Event]] = {
@@ -75,8 +76,11 @@ class TraceWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f: TextIO = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+        # a trace holds prompts with document text: the file 0600, a folder it creates
+        # 0700 (a folder the user named and that exists is left as it is)
+        if not self.path.parent.is_dir():
+            private_dir(self.path.parent)
+        self._f: TextIO = open_private(self.path)
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
         self.llm_calls = 0

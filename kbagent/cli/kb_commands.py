@@ -136,9 +136,13 @@ def ingest(
             from rich.markup import escape
 
             err.print(f"[yellow]note[/] {escape(f.path)}: {escape(f.reason)}")
+    for what in result.repaired:  # a broken index found and rebuilt (kb/repair.py)
+        from rich.markup import escape
+
+        err.print(f"[yellow]repaired[/] {escape(what)}")
     s = result.summary()
     parts = ", ".join(f"{v} {k}" for k, v in s.items())
-    verb = "updated" if result.committed else "up to date"
+    verb = ("repaired" if result.repaired else "updated") if result.committed else "up to date"
     stdout_console().print(
         f"KB '{name}' {verb}: {parts}; {result.chunks_total} chunks "
         f"({result.chunks_embedded} embedded) in {result.seconds:.1f}s"

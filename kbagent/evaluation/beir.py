@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
+from kbagent.kb.file_modes import open_private, private_dir
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -85,7 +86,7 @@ def load_beir(root: Path, split: str = "test", max_queries: int | None = None) -
 def write_corpus(ds: BeirDataset, folder: Path) -> dict[str, str]:
     """Write one Markdown file per document (unchanged files are left alone so a
     re-run ingests nothing) and return file stem -> document id."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     stems: dict[str, str] = {}
     for d in ds.docs:
         stem = _UNSAFE.sub("_", d["_id"])[:80] or "doc"
@@ -98,7 +99,8 @@ def write_corpus(ds: BeirDataset, folder: Path) -> dict[str, str]:
         text = f"# {title}\n\n{d['text']}\n" if title else f"{d['text']}\n"
         path = folder / f"{stem}.md"
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+            with open_private(path) as f:  # under $KBAGENT_HOME: 0600
+                f.write(text)
     wanted = {f"{s}.md" for s in stems}
     for old in folder.glob("*.md"):
         if old.name not in wanted:

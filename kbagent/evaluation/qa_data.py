@@ -27,6 +27,7 @@ from typing import Any
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
+from kbagent.kb.file_modes import open_private, private_dir
 
 FORMATS = ("auto", "sample", "hotpotqa", "musique")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -170,11 +171,12 @@ def load_qa(path: Path, fmt: str = "auto", max_questions: int | None = None) -> 
 
 def write_corpus_folder(files: dict[str, str], folder: Path) -> None:
     """Write the pooled paragraphs (unchanged files left alone, stale ones removed)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dir(folder)
     for name, text in files.items():
         p = folder / name
         if not p.is_file() or p.read_text(encoding="utf-8") != text:
-            p.write_text(text, encoding="utf-8")
+            with open_private(p) as f:  # under $KBAGENT_HOME: 0600
+                f.write(text)
     for old in folder.glob("*.md"):
         if old.name not in files:
             old.unlink()

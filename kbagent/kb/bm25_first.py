@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from kbagent.kb.file_modes import private_dir, tighten_tree
 from kbagent.kb.knowledge_base import fsync_path, new_manifest, write_atomic
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
@@ -54,7 +55,7 @@ def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pendin
     gen_dir: Path = ingestor.dir / gen
     if gen_dir.exists():  # left by a killed run
         shutil.rmtree(gen_dir)
-    gen_dir.mkdir(parents=True)
+    private_dir(gen_dir)
     published = False
     store = lexical = None
     ids_by_hash: dict[str, list[int]] = {}
@@ -81,6 +82,7 @@ def publish_bm25_first(ingestor: Any, source: Path, base_gen: str | None, pendin
                         kbaccess=ingestor._rules.text)
         manifest[PENDING_KEY] = True
         write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
+        tighten_tree(gen_dir)  # tantivy's files: 0600 before anyone can open them
         fsync_path(gen_dir)
         ingestor._checkpoint("bm25-written")
         write_atomic(ingestor.dir / "CURRENT", gen + "\n")

@@ -15,8 +15,17 @@ from typing import Any
 import numpy as np
 
 from kbagent.errors import BadInputError, KbCorruptError
+from kbagent.kb import gen_locks
 from kbagent.kb.embedder import resolve_model, vector_space
-from kbagent.kb.knowledge_base import CHUNKER_VERSION, SCHEMA_VERSION, read_manifest, rebuild_hint
+from kbagent.kb.file_modes import private_dir, private_file
+from kbagent.kb.knowledge_base import (
+    CHUNKER_VERSION,
+    SCHEMA_VERSION,
+    current_generation,
+    latest_generation,
+    read_manifest,
+    rebuild_hint,
+)
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.models import IngestReport
 from kbagent.kb.store import Store, in_batches
@@ -29,7 +38,7 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.conn = sqlite3.connect(path)
+        self.conn = sqlite3.connect(private_file(path))
         self.conn.execute("CREATE TABLE IF NOT EXISTS cache(hash TEXT PRIMARY KEY, vec BLOB)")
 
     def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -53,13 +62,29 @@ class EmbeddingCache:
         self.path.unlink(missing_ok=True)
 
 
-def read_base_manifest(kb: Path, name: str, gen: str) -> dict[str, Any]:
-    """The manifest of generation ``gen`` (KbCorruptError if unreadable)."""
+def base_generation(kb: Path, name: str, rebuild: bool, source: Path) -> str | None:
+    """The generation an ingest of ``source`` builds on: ``CURRENT``'s; on --rebuild of
+    a KB whose ``CURRENT`` is damaged, the newest folder (salvaged if sound, numbered
+    after it). Without --rebuild a damaged ``CURRENT`` is an error naming the command."""
+    try:
+        return current_generation(kb, name)
+    except KbCorruptError as e:
+        if not rebuild:
+            raise KbCorruptError(str(e).replace(rebuild_hint(name, None),
+                                                rebuild_hint(name, {"source": source}))) from e
+        return latest_generation(kb)
+
+
+def read_base_manifest(kb: Path, name: str, gen: str,
+                       source: Path | None = None) -> dict[str, Any]:
+    """The manifest of generation ``gen`` (KbCorruptError if unreadable: its hint
+    names ``source``, the folder being ingested, when given)."""
     try:
         return read_manifest(kb / gen)
     except (OSError, ValueError) as e:
+        where = {"source": source} if source else None
         raise KbCorruptError(
-            f"KB '{name}' is corrupted (manifest: {e}); {rebuild_hint(name, None)}"
+            f"KB '{name}' is corrupted (manifest: {e}); {rebuild_hint(name, where)}"
         ) from e
 
 def open_base_store(kb: Path, name: str, gen: str, manifest: dict[str, Any]) -> Store:
@@ -158,7 +183,7 @@ def salvage_vectors(kb: Path, base_gen: str | None, model_id: str,
 
 def copy_generation(src: Path, dst: Path) -> None:
     """A copy of generation ``src`` to build the next one in."""
-    dst.mkdir(parents=True)
+    private_dir(dst)
     shutil.copy2(src / "kb.sqlite", dst / "kb.sqlite")
     shutil.copy2(src / "vectors.usearch", dst / "vectors.usearch")
     # tantivy never rewrites a segment file in place, so hard links are a safe copy
@@ -166,11 +191,10 @@ def copy_generation(src: Path, dst: Path) -> None:
                     ignore=shutil.ignore_patterns("*.lock"))
 
 
-def prune_generations(kb: Path, keep: set[str | None]) -> None:
-    """Remove every generation directory of ``kb`` but those in ``keep``."""
-    for d in kb.iterdir():
-        if d.is_dir() and d.name.startswith("gen-") and d.name not in keep:
-            shutil.rmtree(d, ignore_errors=True)
+def prune_generations(kb: Path, keep: str | None) -> list[str]:
+    """Remove every generation directory of ``kb`` but ``keep`` that no reader holds
+    (kb/gen_locks.py); return the names removed."""
+    return gen_locks.collect(kb, keep)
 
 
 def space_of(manifest: dict[str, Any]) -> str:

@@ -33,20 +33,20 @@ from kbagent.kb.embedder import (
     remote_embedder,
 )
 from kbagent.kb.extract import ExtractError, Skip, extract
+from kbagent.kb.file_modes import private_dir, tighten_tree
 from kbagent.kb.generations import (
     EmbeddingCache,
+    base_generation,
     check_compatible,
     copy_generation,
     model_of,
     note_symbols,
-    open_base_store,
     planned_space,
     prune_generations,
     read_base_manifest,
     salvage_vectors,
 )
 from kbagent.kb.knowledge_base import (
-    current_generation,
     fsync_path,
     kb_dir,
     new_manifest,
@@ -56,6 +56,7 @@ from kbagent.kb.knowledge_base import (
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
 from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
+from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import walk
@@ -127,7 +128,8 @@ class Ingestor:
     def run(self, source: Path, rebuild: bool = False) -> IngestReport:
         started = time.perf_counter()
         source = self._check_source(source)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        for folder in (self.settings.home, self.settings.kbs_dir, self.dir):
+            private_dir(folder)  # 0700: the KB holds the documents' text
         with WriterLock(self.dir, self.name):
             report = self._run_locked(source, rebuild)
         report.seconds = time.perf_counter() - started
@@ -145,7 +147,7 @@ class Ingestor:
 
     def _run_locked(self, source: Path, rebuild: bool) -> IngestReport:
         report = IngestReport(self.name, str(source))
-        base_gen = current_generation(self.dir)
+        base_gen = base_generation(self.dir, self.name, rebuild, source)
         base_manifest = None
         # the vector space (model id, plus "#int8" for int8) keys text hashes and checks
         model_id = planned_space(self.settings, lambda: self.embedder)
@@ -154,13 +156,15 @@ class Ingestor:
         self._old_rules = self._rules
         base_pending = False
         if base_gen and not rebuild:
-            base_manifest = read_base_manifest(self.dir, self.name, base_gen)
+            base_manifest = read_base_manifest(self.dir, self.name, base_gen, source)
             check_compatible(self.name, base_manifest, model_id, self.settings)
             base_pending = is_pending(base_manifest)
             if base_pending:  # BM25-only (see bm25_first.py): build it whole again
                 base_manifest = None
             else:
-                store = open_base_store(self.dir, self.name, base_gen, base_manifest)
+                # a broken index is rebuilt from the store first (a new generation)
+                base_gen, base_manifest, store = checked_base(self, base_gen, base_manifest,
+                                                              report)
                 base_docs = store.documents()
                 store.close()
                 self._old_rules = parse_access_rules(base_manifest.get("kbaccess", ""))
@@ -178,6 +182,7 @@ class Ingestor:
                 and symbol_index.has_index(base_manifest)):
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
             report.files.sort(key=lambda f: f.path)
+            prune_generations(self.dir, base_gen)  # what readers held at the last ingest
             return report
 
         n_chunks = sum(len(p.chunks) for p in pending)
@@ -270,7 +275,7 @@ class Ingestor:
                 assert base_gen is not None  # incremental: a base generation and its manifest
                 copy_generation(self.dir / base_gen, gen_dir)
             else:
-                gen_dir.mkdir(parents=True)
+                private_dir(gen_dir)
             self._checkpoint("copied")
             dim = (int(base_manifest["embedding_dim"]) if incremental and base_manifest is not None
                    else self.embedder.dim)
@@ -342,8 +347,10 @@ class Ingestor:
                 manifest["created_at"] = base_manifest.get("created_at", manifest["created_at"])
             manifest.update(documents=docs, chunks=chunks, generation=gen,
                             kbaccess=self._rules.text)
+            manifest[CRC_KEY] = file_crc32(gen_dir / "vectors.usearch")  # kb/repair.py
             manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
             write_atomic(gen_dir / "manifest.json", json.dumps(manifest, indent=2))
+            tighten_tree(gen_dir)  # tantivy's and usearch's files 0600 before publishing
             fsync_path(gen_dir)
             self._checkpoint("manifest-written")
             write_atomic(self.dir / "CURRENT", gen + "\n")
@@ -358,7 +365,7 @@ class Ingestor:
                     store.close()
                 shutil.rmtree(gen_dir, ignore_errors=True)
         cache.discard()
-        prune_generations(self.dir, keep={gen, base_gen})
+        prune_generations(self.dir, gen)  # the older ones no reader holds
 
     def _embed(self, pending: list[_Pending], reuse: dict[str, np.ndarray],
                cache: EmbeddingCache, report: IngestReport) -> dict[str, np.ndarray]:

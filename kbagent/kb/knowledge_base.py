@@ -14,25 +14,35 @@ Layout of one KB under ``$KBAGENT_HOME/kbs/<name>/``::
 An ingest builds the next generation beside the live one and publishes it by
 atomically replacing ``CURRENT``; a kill at any moment leaves the previous
 generation live and intact. Readers resolve ``CURRENT`` once per open and
-re-check it on :meth:`KnowledgeBase.refresh`. The previous generation is kept
-so a reader that opened it just before a commit keeps working.
+re-check it on :meth:`KnowledgeBase.refresh`. A reader holds a shared lock on
+the generation it opened (kb/gen_locks.py); after publishing, ingest removes the
+older generations no reader holds, so a reader that opened one just before a
+commit keeps working and the disk holds one generation once it is done.
+
+``CURRENT`` is data like any file: it must name a ``gen-NNNNNN`` folder inside the
+KB (no separator, no ``..``, no link leading out), or the KB reads as corrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import shutil
+import stat
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
+from kbagent.kb import gen_locks
 from kbagent.kb.access import Principal
+from kbagent.kb.file_modes import FILE_MODE, open_private, tighten
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
 from kbagent.kb.vectors import VectorIndex
@@ -43,6 +53,7 @@ from kbagent.settings import Settings
 SCHEMA_VERSION = 2
 CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+GEN_RE = gen_locks.GEN_RE  # a generation folder's name: "gen-" and six or more digits
 
 
 def validate_name(name: str) -> str:
@@ -66,7 +77,7 @@ def kb_dir(settings: Settings, name: str) -> Path:
 
 def write_atomic(path: Path, data: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with open_private(tmp) as f:  # 0600: a last answer or a manifest quotes documents
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -83,12 +94,48 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def current_generation(directory: Path) -> str | None:
-    try:
-        gen = (directory / "CURRENT").read_text(encoding="utf-8").strip()
+def current_generation(directory: Path, name: str | None = None) -> str | None:
+    """The live generation named by ``directory/CURRENT`` (None: not published yet).
+
+    KbCorruptError, with the rebuild hint, when ``CURRENT`` names anything but a
+    generation folder directly inside ``directory``: nothing outside the KB is read."""
+    try:  # not through a link, and never blocking on a FIFO
+        fd = os.open(directory / "CURRENT", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    return gen or None
+    except OSError as e:
+        raise _bad_current(directory, name, "is a link" if e.errno == errno.ELOOP
+                           else f"unreadable: {e.strerror}") from e
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _bad_current(directory, name, "is not a file")
+        raw = os.read(fd, 256)
+    finally:
+        os.close(fd)
+    gen = raw.decode("utf-8", errors="replace").strip()
+    if not gen:
+        return None
+    if not GEN_RE.match(gen):
+        raise _bad_current(directory, name, f"names {gen[:60]!r}, not a generation folder")
+    target = directory / gen
+    if target.is_symlink() or (target.exists() and
+                               target.resolve().parent != directory.resolve()):
+        raise _bad_current(directory, name, f"{gen} leads outside the KB")
+    return gen
+
+
+def _bad_current(directory: Path, name: str | None, why: str) -> KbCorruptError:
+    name = name or directory.name
+    return KbCorruptError(f"KB '{name}' is corrupted (CURRENT {why}); "
+                          f"{rebuild_hint(name, None)}")
+
+
+def latest_generation(directory: Path) -> str | None:
+    """The newest generation folder present, whatever ``CURRENT`` says (for a
+    --rebuild of a KB whose ``CURRENT`` is damaged)."""
+    gens = [d.name for d in directory.iterdir() if GEN_RE.match(d.name) and d.is_dir()
+            and not d.is_symlink()] if directory.is_dir() else []
+    return max(gens, key=lambda g: int(g.split("-")[1]), default=None)
 
 
 def rebuild_hint(name: str, manifest: dict[str, Any] | None) -> str:
@@ -135,7 +182,11 @@ def list_kbs(settings: Settings) -> list[KbInfo]:
     for d in sorted(settings.kbs_dir.iterdir()):
         if not d.is_dir() or not NAME_RE.match(d.name):
             continue
-        gen = current_generation(d)
+        try:
+            gen = current_generation(d)
+        except KbCorruptError as e:
+            out.append(KbInfo(d.name, "", 0, 0, "", _dir_size(d), 0.0, "", error=str(e)))
+            continue
         if gen is None:
             continue  # a first ingest that never committed
         try:
@@ -151,7 +202,7 @@ def list_kbs(settings: Settings) -> list[KbInfo]:
 
 def require_kb(settings: Settings, name: str) -> Path:
     d = kb_dir(settings, name)
-    if current_generation(d) is None:
+    if current_generation(d, name) is None:
         known = [k.name for k in list_kbs(settings)]
         hint = f"known: {', '.join(known)}" if known else "run 'kbagent ingest PATH' first"
         raise NotFoundError(f"unknown KB '{name}' ({hint})")
@@ -161,7 +212,9 @@ def require_kb(settings: Settings, name: str) -> Path:
 def remove_kb(settings: Settings, name: str) -> None:
     from kbagent.kb.lock import WriterLock
 
-    d = require_kb(settings, name)
+    d = kb_dir(settings, name)
+    if not (d / "CURRENT").is_file():  # not require_kb: a damaged CURRENT may be removed too
+        require_kb(settings, name)
     with WriterLock(d, name):
         # Unpublish first so a half-finished delete never looks like a live KB.
         (d / "CURRENT").unlink(missing_ok=True)
@@ -180,14 +233,31 @@ class KnowledgeBase:
         self.generation = ""
         self._retired: list[Store] = []  # stores replaced by refresh(), closed by close()
         self._refresh_lock = threading.Lock()
+        # shared locks on the generations this object reads, (generation, fd): ingest
+        # does not delete them meanwhile. Released by close() (or garbage collection);
+        # refresh() keeps the current one and the one it replaced (a search that
+        # started before the refresh may still read that one), and drops older ones.
+        self._gen_locks: list[tuple[str, int]] = []
+        weakref.finalize(self, gen_locks.release_all, self._gen_locks)
         self._open()
 
     def _open(self) -> None:
-        gen = current_generation(self.dir)
+        gen, lock = gen_locks.open_current(self.dir, lambda: current_generation(self.dir,
+                                                                                self.name))
         if gen is None:
             raise NotFoundError(f"KB '{self.name}' was removed")
+        try:
+            self._open_generation(gen)
+        except BaseException:
+            gen_locks.release(lock)
+            raise
+        if lock is not None:
+            self._gen_locks.append((gen, lock))
+
+    def _open_generation(self, gen: str) -> None:
         gen_dir = self.dir / gen
         manifest: dict[str, Any] | None = None
+        tighten(gen_dir / "kb.sqlite", FILE_MODE)  # a KB written before files were private
         try:
             manifest = read_manifest(gen_dir)
             if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -236,8 +306,10 @@ class KnowledgeBase:
         with self._refresh_lock:
             if current_generation(self.dir) == self.generation and not self._more_vectors():
                 return False  # another thread reopened it meanwhile
+            previous = self.generation
             self._retired.append(self.store)
             self._open()
+            gen_locks.release_older(self._gen_locks, {self.generation, previous})
         return True
 
     def _more_vectors(self) -> bool:
@@ -277,6 +349,7 @@ class KnowledgeBase:
         for store in [*self._retired, self.store]:
             store.close()
         self._retired.clear()
+        gen_locks.release_all(self._gen_locks)
 
 
 def _mark(path: Path) -> tuple[int, int] | None:

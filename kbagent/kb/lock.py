@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kbagent.errors import KbBusyError
+from kbagent.kb.file_modes import private_dir
 
 
 class WriterLock:
@@ -21,8 +22,8 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

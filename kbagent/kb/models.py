@@ -138,6 +138,7 @@ class IngestReport:
     chunks_embedded: int = 0  # chunks that needed the embedding model this run
     seconds: float = 0.0
     committed: bool = False  # False when nothing changed (no new generation written)
+    repaired: list[str] = field(default_factory=list)  # indexes rebuilt (kb/repair.py)
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)
@@ -155,5 +156,6 @@ class IngestReport:
             "chunks_embedded": self.chunks_embedded,
             "seconds": round(self.seconds, 3),
             "committed": self.committed,
+            "repaired": self.repaired,
             "files": [f.to_dict() for f in self.files],
         }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kbagent.kb.access import Principal, may_read
+from kbagent.kb.file_modes import FILE_MODE, private_file, tighten
 from kbagent.kb.models import Chunk, ExtractedDoc, Line
 
 SQL_BATCH = 500  # ids per ``IN (...)``: well below SQLite's limit on bound parameters
@@ -103,10 +104,12 @@ class Store:
     def __init__(self, path: Path, readonly: bool = False) -> None:
         self.path = path
         if readonly:
+            tighten(path, FILE_MODE)  # a KB written before its files were made private
             uri = f"file:{path}?mode=ro"
             self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         else:
-            self.conn = sqlite3.connect(path, check_same_thread=False)
+            # created 0600 before SQLite opens it: SQLite gives its journal the same mode
+            self.conn = sqlite3.connect(private_file(path), check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=DELETE")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.executescript(SCHEMA)

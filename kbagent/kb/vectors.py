@@ -61,12 +61,14 @@ class VectorIndex:
     def save(self) -> None:
         """Write the index durably: to a temporary file, fsynced, renamed over the
         old one (a reader sees the old index or the new one, never half of one)."""
+        from kbagent.kb.file_modes import FILE_MODE, tighten
         from kbagent.kb.knowledge_base import fsync_path  # it imports this module
 
         tmp = self.path.with_suffix(".tmp")
         self.index.save(str(tmp))
         fsync_path(tmp)
         tmp.replace(self.path)
+        tighten(self.path, FILE_MODE)  # usearch creates it with the umask's mode
         fsync_path(self.path.parent)
 
     def search(self, vector: np.ndarray, limit: int,
