@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, KbCorruptError
+from kbagent.kb.file_modes import private_dir
 from kbagent.kb.knowledge_base import validate_name
 from kbagent.settings import Settings
 
@@ -68,7 +69,7 @@ def store_of(settings: Settings, name: str) -> str | None:
 def _locked(settings: Settings) -> Iterator[None]:
     """Serialise read-modify-write of the registry (several ingests at once)."""
     path = registry_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

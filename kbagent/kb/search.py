@@ -125,9 +125,10 @@ class HybridSearcher:
         evidence: dict[tuple[int, int], Evidence] = {}  # (kb index, chunk_id) -> evidence
         for i, kb in enumerate(self.kbs):
             try:
-                kb.refresh()
                 fused = getattr(kb, "search_evidence", None)
-                if fused is not None:  # both retrievers, filter and RRF in one SQL statement
+                if fused is None:
+                    kb.refresh()
+                else:  # both retrievers, filter and RRF in one SQL statement (it refreshes)
                     vec = (None if mode == "bm25" or query_vectors is None
                            else query_vectors.get(kb.embedding_space))
                     for cid, br, bs, vr, vs in fused(query, mode, vec, depth, principal):

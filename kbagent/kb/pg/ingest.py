@@ -22,6 +22,7 @@ import numpy as np
 
 from kbagent.errors import BadInputError, KbBusyError
 from kbagent.kb.access import index_tokens, load_access_rules, parse_access_rules
+from kbagent.kb.file_modes import private_dir
 from kbagent.kb.generations import EmbeddingCache, check_compatible, model_of, planned_space
 from kbagent.kb.ingest import Ingestor, _Pending
 from kbagent.kb.knowledge_base import new_manifest
@@ -98,8 +99,7 @@ class PgIngestor(Ingestor):
                             else self.embedder.dim)
         reuse = self._old_vectors(conn, gone if not rebuild else None,
                                   {h for p in pending for h in p.hashes}, base, model_id)
-        cache_dir = self.settings.home / "pg-cache"
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        cache_dir = private_dir(self.settings.home / "pg-cache")  # vectors of documents
         cache = EmbeddingCache(cache_dir / f"{self.name}.sqlite")
         vectors = self._embed(pending, reuse, cache, report)
         self._checkpoint("embedded")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Collection
 from typing import Any
 
@@ -224,7 +223,6 @@ class PgKnowledgeBase:
         self.dsn = dsn
         self.conn = connect(dsn)
         self.conn.execute(SESSION)
-        self._checked, self._stale = time.monotonic(), False
         self.store = PgStore(self.conn, name)
         self.lexical = PgLexical(self)
         self.vectors = PgVectors(self)
@@ -259,12 +257,8 @@ class PgKnowledgeBase:
         return True
 
     def refresh(self) -> bool:
-        """Reload the manifest if an ingest committed since. Checked by every search
-        statement (no extra round trip), and here at most once a second."""
-        now = time.monotonic()
-        if not self._stale and now - self._checked < 1.0:
-            return False
-        self._checked, self._stale = now, False
+        """Reload the manifest if an ingest committed since (a search statement
+        checks this itself, without a round trip of its own)."""
         rows = self.store._rows("SELECT updated_at FROM kbagent_kbs WHERE kb=%s", (self.name,))
         if not rows:
             raise NotFoundError(f"KB '{self.name}' was removed")
@@ -336,7 +330,7 @@ class PgKnowledgeBase:
             return []
         rows = self._execute(*built)
         if rows and repr(rows[0][13]) != self.generation:
-            self._stale = True  # an ingest committed: refresh() reloads the manifest
+            self._load()  # an ingest committed since: its manifest and counts
         self.store.remember([ChunkRow(r[0], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
                                       list(r[12])) for r in rows])
         return [(int(r[0]), r[1], None if r[2] is None else float(r[2]), r[3],
