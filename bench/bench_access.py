@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/bench_access.py              # NFCorpus, 3000 probe queries
     .venv/bin/python bench/bench_access.py --quick      # 400 documents, 300 queries
+    .venv/bin/python bench/bench_access.py --code-only  # just part 3 (code), quick
 
 Two KBs are built from the same NFCorpus documents (one ``.md`` per document)
 through the real Ingestor, access declared by a ``.kbaccess`` file:
@@ -30,6 +31,10 @@ loop) is timed too, by lowering the exact-search threshold to 0.
             caller) and without (``principal=None``), interleaved query by query,
             on both KBs, over the NFCorpus test queries (query vectors given).
 
+3. code     ``kbagent code`` and the agent's code tools over a synthetic source tree
+            with ``secret/** executives`` (see :mod:`bench.access_code_probe`): restricted
+            symbols returned must be 0; an executive's control probes must find them.
+
 Results: a table on stdout and JSON in ``bench/out/access_results.json``.
 """
 
@@ -52,6 +57,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import access_code_probe  # noqa: E402
 from kbagent.agent.citations import CitationLedger  # noqa: E402
 from kbagent.agent.schema import validate  # noqa: E402
 from kbagent.agent.tools import ToolContext, registry, run_tool  # noqa: E402
@@ -179,7 +185,7 @@ def probe(kb: KnowledgeBase, n_queries: int, seed: int) -> dict:
             text = out.text
             for v in args.values():
                 text = text.replace(str(v), "")
-            shown = ({s.split(":")[0] for s in out.sources}
+            shown = ({s.path for s in out.sources}
                      | {ln.strip() for ln in out.text.splitlines()}
                      | set(re.findall(r"[ro]/MED-\d+\.md", text)))
             tool_leaks += sum(1 for p in shown if access.get(p))
@@ -216,7 +222,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="400 documents, 300 probe queries")
     ap.add_argument("--queries", type=int, default=0, help="probe queries (default 3000)")
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--code-only", action="store_true", help="only the code probe (part 3)")
+    ap.add_argument("--code-modules", type=int, default=300, help="modules in the code tree")
+    ap.add_argument("--code-probes", type=int, default=600, help="code probes")
     args = ap.parse_args()
+    if args.code_only:
+        run_code_only(args)
+        return
     n_queries = args.queries or (300 if args.quick else 3000)
     docs = [json.loads(line) for line in
             (args.data / "nfcorpus" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
@@ -251,10 +263,25 @@ def main() -> None:
                 vectors_module.EXACT_BELOW = saved
             results[name] = r
             kb.close()
+        log("code probe")
+        results["code"] = access_code_probe.run(work, HashEmbedder(), args.code_modules,
+                                                0.5, args.code_probes)
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "access_results.json").write_text(json.dumps(results, indent=2))
     print_table(results)
+
+
+def run_code_only(args: argparse.Namespace) -> None:
+    results: dict = {"load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    with tempfile.TemporaryDirectory(prefix="bench_access_code_") as tmp:
+        results["code"] = access_code_probe.run(Path(tmp), HashEmbedder(), args.code_modules,
+                                                0.5, args.code_probes)
+    results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "access_code_results.json").write_text(json.dumps(results, indent=2))
+    print(f"load average start {results['load_avg_start']}, end {results['load_avg_end']}")
+    access_code_probe.print_code(results["code"])
 
 
 def print_table(r: dict) -> None:
@@ -277,6 +304,8 @@ def print_table(r: dict) -> None:
             u, f = row["unfiltered"], row["filtered"]
             print(f"  {mode:<12} {u['p50_ms']:>7.2f} / {u['p95_ms']:<8.2f}   "
                   f"{f['p50_ms']:>7.2f} / {f['p95_ms']:<8.2f}   {row['p50_ratio']:.2f}x")
+    if "code" in r:
+        access_code_probe.print_code(r["code"])
 
 
 if __name__ == "__main__":

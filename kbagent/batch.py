@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
+from kbagent.safe_text import json_text
 
 MODES = tuple(m.value for m in AskMode)
 TOOL_SETS = tuple(t.value for t in ToolSet)
@@ -215,7 +216,7 @@ class BatchRunner:
 
     def _write(self, rec: dict[str, Any], seconds: float | None) -> None:
         with self._lock:
-            self.out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            self.out.write(json_text(rec) + "\n")  # C1 controls escaped too
             self.out.flush()
             if rec.get("error") is None:
                 self.tally.answered += 1

@@ -177,6 +177,7 @@ class Session:
         self.kbs: list[Any] = []
         self.failed_kbs: dict[str, str] = {}
         self._llm = llm
+        self._owns_llm = False  # loaded here (closed by close()), not handed in
         self._llm_lock = threading.Lock()
         self._searcher: Any = None
         self._token: CancelToken | None = None  # the current or prepared run's token
@@ -211,18 +212,41 @@ class Session:
                 st.rerank_url, st.rerank_model, st.rerank_top_n, st.rerank_timeout))
         return self._searcher
 
-    def search(self, query: str, k: int = 10, mode: str = "hybrid") -> Any:
-        """Hybrid search over the open KBs (no LLM); failures of single KBs are in
-        ``result.failed_kbs`` together with the ones that did not open."""
+    def search(self, query: str, k: int = 10, mode: str = "hybrid",
+               kbs: list[str] | None = None) -> Any:
+        """Hybrid search over the open KBs, or only those named in ``kbs`` (no LLM);
+        failures of single KBs are in ``result.failed_kbs`` together with the ones
+        that did not open."""
         if not self.kbs:
             raise NotFoundError("no knowledge base is open; ingest a folder first")
-        result = self.searcher.search(query, k=k, mode=mode, principal=self.principal)
+        searcher = self.searcher
+        if kbs:
+            from kbagent.kb.search import HybridSearcher
+
+            chosen = [self.kb(name) for name in dict.fromkeys(kbs)]
+            if len(chosen) < len(self.kbs):
+                searcher = HybridSearcher(chosen, reranker=self.searcher.reranker)
+        result = searcher.search(query, k=k, mode=mode, principal=self.principal)
         result.failed_kbs = {**self.failed_kbs, **result.failed_kbs}
         return result
+
+    def for_principal(self, principal: Principal) -> Session:
+        """This session for another caller: the same open KBs, searcher and LLM (one
+        model serves every client of a server), its own principal and cancel tokens.
+        The view must not open or close KBs: the session it came from owns them."""
+        import copy
+
+        self.searcher  # noqa: B018  (built once here, so every view shares it)
+        view = copy.copy(self)
+        view.principal = principal
+        view._token = view._prepared = None
+        view._lock = threading.Lock()
+        return view
 
     def kb(self, name: str) -> Any:
         for kb in self.kbs:
             if kb.name == name:
+                kb.refresh()  # follow a generation published since (ingest, --watch)
                 return kb
         raise NotFoundError(f"KB '{name}' is not open in this session")
 
@@ -238,6 +262,7 @@ class Session:
                 from kbagent.agent.llm import load_llm
 
                 self._llm = load_llm(self.settings)
+                self._owns_llm = True
             return self._llm
 
     def set_llm(self, llm: Any) -> None:
@@ -310,9 +335,18 @@ class Session:
         save_last_answer(self.settings, result, self.principal)
 
     def close(self) -> None:
+        """Close the KBs, and the model if this session loaded it (a model freed
+        explicitly, not by its finaliser at interpreter exit)."""
         for kb in self.kbs:
             kb.close()
         self.kbs = []
+        with self._llm_lock:
+            llm = self._llm if self._owns_llm else None
+            if llm is not None:
+                self._llm, self._owns_llm = None, False
+        close = getattr(llm, "close", None)
+        if close is not None:
+            close()
 
 
 def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:

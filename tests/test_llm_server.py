@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from kbagent.agent.llm.base import Message, complete
 from kbagent.agent.llm.openai_compat import OpenAICompatLLM
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.loop import Agent, AgentConfig
 from kbagent.agent.react import parse_step, step_grammar
 from kbagent.agent.tools import registry
 from kbagent.errors import BackendError, BadInputError
@@ -80,17 +81,34 @@ def test_streams_a_grammar_constrained_step_from_the_server(server_url):
 
 
 def test_agent_answers_through_the_server(server_url, sample_settings):
+    """Mechanics only: what the model decides (answer at once, search again, repeat a
+    call until a limit) differs between CPUs, since llama.cpp compiles for the host."""
+    from kbagent.agent.events import Action, Final, Observation, StepStarted
     from kbagent.kb.knowledge_base import KnowledgeBase
 
     llm = OpenAICompatLLM(server_url, "smollm2")
     agent = Agent(llm, [KnowledgeBase(sample_settings, "sample")], AgentConfig(mode="agent"))
-    result = run_to_result(agent, "Who is the CEO of Kestrel Systems?")
-    assert result.answer.strip()
+    events = list(agent.run("Who is the CEO of Kestrel Systems?"))
+    # the events are well formed: steps numbered from 1, every action observed in its
+    # step, one Final at the end, all of it serialisable
+    assert isinstance(events[0], StepStarted) and events[0].step == 1
+    finals = [ev for ev in events if isinstance(ev, Final)]
+    assert len(finals) == 1 and events[-1] is finals[0]
+    actions = [(ev.step, ev.tool) for ev in events if isinstance(ev, Action)]
+    observed = [(ev.step, ev.tool) for ev in events if isinstance(ev, Observation)]
+    assert actions == observed
+    steps = [ev.step for ev in events if isinstance(ev, StepStarted)]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    json.dumps([ev.to_dict() for ev in events])
+    result = finals[0].result
+    # the harness searched first; the model's calls went through the server; an answer
+    # came back, the model's own or one the harness forced at a limit
     assert result.steps[0].action == "kb_search"
-    # the model's step(s) went through the server (with the first results inside the
-    # question message, a model may answer at its first step)
-    assert result.usage.llm_calls >= 1 and result.status == "answered"
-    assert all(s.llm_ms > 0 for s in result.steps if s.completion_tokens)
+    assert result.usage.llm_calls >= 1
+    assert any(s.llm_ms > 0 for s in result.steps)
+    assert result.status in ("answered", "limit") and result.answer.strip()
+    if result.status == "limit":
+        assert result.stop_reason
 
 
 def test_unreachable_server_is_a_clear_backend_error():

@@ -200,3 +200,32 @@ def test_llama_cancel_stops_generation_and_models_share_one_lock(capsys):
     with capsys.disabled():
         print(f"\n[llama cancel: stopped {(ended - token.cancelled_at) * 1000:.1f} ms after the"
               f" cancel, {completion.completion_tokens} tokens generated]")
+
+
+def test_a_view_for_another_caller_shares_kbs_searcher_and_llm(sample_settings):
+    """Session.for_principal (the servers' per-call view): same open KBs, searcher and
+    LLM, its own principal and cancel token; search can be limited to some KBs."""
+    from kbagent.kb.access import Principal
+
+    plan = "hr/executive_compensation_2026.md"
+    shutil.copytree(sample_settings.kbs_dir / "sample", sample_settings.kbs_dir / "other")
+    llm = ScriptedLLM([])
+    base = Session(sample_settings, ["sample", "other"], llm=llm)
+    base.open_kbs()
+    execs = base.for_principal(Principal("maya", frozenset({"executives"})))
+    assert execs.kbs is base.kbs and execs.searcher is base.searcher
+    assert execs.load_llm() is llm and base.principal.user is None
+    hits = execs.search("CEO base salary", k=10).hits
+    assert any(h.path == plan for h in hits)
+    assert not any(h.path == plan for h in base.search("CEO base salary", k=10).hits)
+    only = execs.search("CEO base salary", k=10, kbs=["other"]).hits
+    assert only and {h.kb for h in only} == {"other"}
+    assert {h.kb for h in execs.search("retry backoff", k=20).hits} == {"sample", "other"}
+    with pytest.raises(NotFoundError, match="KB 'nope' is not open"):
+        execs.search("x", kbs=["nope"])
+    token = execs.prepare_run()
+    base.cancel()  # the base session's cancel does not reach the view's run
+    assert not token.cancelled
+    execs.cancel()
+    assert token.cancelled
+    base.close()

@@ -25,7 +25,7 @@ def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
     out, missing = [], []
     for name in ctx.pick_kbs(args):
         try:
-            out.append(SymbolIndex(ctx.kbs[name]))
+            out.append(SymbolIndex(ctx.kbs[name], ctx.principal))
         except NoSymbolIndex as e:
             missing.append(str(e))
     if not out:
@@ -33,9 +33,12 @@ def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
     return out
 
 
-def _cite(ctx: Any, tool: str, hits: list[SymbolHit],
-          span: int = 0) -> tuple[list[str], list[int], list[Source]]:
-    """Ledger numbers for hits grouped by file; returns (lines, citations, sources)."""
+def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0,
+          nested: bool = False) -> tuple[list[str], list[int], list[Source]]:
+    """Ledger numbers for hits grouped by file; returns (lines, citations, sources).
+
+    The text cited is read back through the caller's file views: a line the caller
+    may not read is dropped, never shown from the index (there is no fallback)."""
     from kbagent.agent.tools import _where
 
     lines: list[str] = []
@@ -47,13 +50,17 @@ def _cite(ctx: Any, tool: str, hits: list[SymbolHit],
     for (kb, path), group in by_file.items():
         for h in group:
             end = min(h.end_line, h.line + span) if span else h.line
-            text = ctx.resolve_lines(kb, path, h.line, end) if end > h.line else h.text
+            text = ctx.resolve_lines(kb, path, h.line, end)
+            if text is None:  # not readable by this caller (SymbolIndex filtered it already)
+                continue
             n = ctx.ledger.add(kb=kb, path=path, start_line=h.line, end_line=end,
-                               text=text or h.text, tool=tool)
+                               text=text, tool=tool)
             label = f"[{n}] " if n else ""
             what = f"{h.kind} {h.qualname}" if h.kind not in ("call", "ref") else (
                 f"in {h.qualname}" if h.qualname else "at top level")
-            lines.append(f"{label}{_where(ctx, kb, path)}:{h.line} ({what}): {h.text.strip()}")
+            indent = "  " * h.qualname.count(".") if nested else ""
+            lines.append(f"{indent}{label}{_where(ctx, kb, path)}:{h.line} ({what}): "
+                         f"{h.text.strip()}")
             if n:
                 cites.append(n)
             sources.append(Source(path, h.line))
@@ -110,10 +117,7 @@ def code_outline(ctx: Any, args: dict[str, Any]) -> Any:
             continue
         if not hits:
             return ToolOutput(f"{args['path']}: no definitions found.", "0 definitions")
-        depth = {h.qualname: h.qualname.count(".") for h in hits}
-        lines, cites, sources = _cite(ctx, "code_outline", hits)
-        shown = [("  " * depth.get(h.qualname, 0)) + ln for h, ln in zip(hits, lines,
-                                                                         strict=False)]
+        shown, cites, sources = _cite(ctx, "code_outline", hits, nested=True)
         note = f"\n({error})" if error else ""
         return ToolOutput(_cap(f"Outline of {args['path']}:\n" + "\n".join(shown) + note,
                                ctx.max_chars),

@@ -28,12 +28,14 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     one removed by the fact check). Past the budget the answer is cut and kept as
     finished, like one that repeats itself."""
     streamer = StepStreamer(answer_only=final_turn)
+    # a final answer may run past the time limit by a grace period, at most the limit
+    # itself; a backend blocked on a read gives up at this deadline (agent/llm/base.py)
+    hard_deadline = s.deadline + (final_grace(s) if final_turn else 0.0)
     gen = llm.stream(s.messages, grammar=grammar if llm.supports_grammar else None,
                      stop=ANSWER_STOP if final_turn else STOP, max_tokens=max_tokens,
-                     cancel=cancel)
+                     cancel=cancel, deadline=hard_deadline)
     completion: Completion | None = None
     aborted = ""
-    hard_deadline = s.deadline + (60.0 if final_turn else 0.0)
     llm_s = 0.0  # time spent inside the backend only: the loop's own work is separate
     answer_pieces = 0  # streamed pieces (a token each from llama.cpp) since the answer began
     cut = ""  # why a finished answer was cut: it repeats itself, or it is too long
@@ -70,6 +72,14 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
                 break
         if cancel.cancelled and not cut:
             aborted, completion = "cancelled", None  # a backend that stopped on the token
+        elif (completion is not None and completion.finish_reason == FinishReason.ABORTED
+              and time.perf_counter() >= hard_deadline):
+            # a backend that gave up at the deadline (a read blocked on a stalled server):
+            # what it cost is counted, the step ends as a time limit
+            s.count(completion)
+            if not streamer.text.strip():
+                s.stalled = True  # nothing came: the harness will not wait on it again
+            aborted, completion = "time limit", None
     finally:
         if completion is None:
             t0 = time.perf_counter()
@@ -88,3 +98,12 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     s.count(completion)
     completion.ms = llm_s * 1000
     return completion, streamer.text, aborted
+
+
+FINAL_GRACE_S = 60.0
+
+
+def final_grace(s: RunState) -> float:
+    """How long past the time limit a final answer may still stream: a minute, or
+    the limit itself when that is shorter (``--time-limit 5`` ends near 10 s at worst)."""
+    return min(FINAL_GRACE_S, max(0.0, s.deadline - s.started))

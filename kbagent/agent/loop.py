@@ -71,7 +71,9 @@ from kbagent.agent.tools import ToolContext, registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
+from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
@@ -109,18 +111,24 @@ class Agent:
         """Answer ``question``. ``cancel`` is this run's token (a UI makes it before
         starting the run, so an early cancel is kept); without one the agent's own
         token is used, and a fresh one is made when the run ends."""
-        question = " ".join(question.split())
+        question = " ".join(valid_unicode(question).split())  # undecodable bytes: U+FFFD
         if not question:
             raise BadInputError("empty question")
         if cancel is not None:
             self._cancel = cancel
+        run = self._run(question)
         try:
-            yield from self._run(question)
+            for ev in run:
+                if isinstance(ev, Final):  # references record what they cited (hashes)
+                    stamp_references(self.kbs, ev.result.references)
+                    stamp_references(self.kbs, ev.result.all_references)
+                yield ev
         finally:
+            run.close()
             if cancel is None or self._cancel is cancel:
                 self._cancel = CancelToken()  # the next run starts uncancelled
 
-    def _run(self, question: str) -> Iterator[Event]:
+    def _run(self, question: str) -> Generator[Event, None, None]:
         cfg = self.config
         mode = route(question) if cfg.mode == AskMode.AUTO else AskMode(cfg.mode)
         if mode != AskMode.DIRECT and not self.kbs:
@@ -299,7 +307,12 @@ class Agent:
     def answer_turn(self, s: RunState, step: int, rag: bool, message: str
                     ) -> Generator[Event, None, bool]:
         """The model writes the answer from ``message`` (sources and question). True
-        when the run already ended (a failure or a cancel)."""
+        when the run already ended (a failure or a cancel). A backend that sent nothing
+        until the time limit cut its last call is not asked again: the answer is what
+        was gathered, so a stalled server cannot hold the run past its limit."""
+        if s.stalled:
+            yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
+            return True
         started = time.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
         s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]

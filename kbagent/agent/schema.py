@@ -26,7 +26,10 @@ def validate(tool: str, schema: dict[str, Any], args: Any) -> dict[str, Any]:
     unknown = [k for k in args if k not in props]
     if unknown:
         allowed = ", ".join(props) or "none"
-        raise ArgumentError(f"{tool}: unknown argument(s) {', '.join(unknown)}; "
+        # a name that is not an identifier (a newline, 10 000 characters) is quoted, cut
+        names = ", ".join(k if k.isidentifier() and len(k) <= 40 else repr(k)[:40]
+                          for k in unknown)
+        raise ArgumentError(f"{tool}: unknown argument(s) {names}; "
                             f"allowed: {allowed}")
     out: dict[str, Any] = {}
     for name in schema.get("required", []):

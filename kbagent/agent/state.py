@@ -74,6 +74,7 @@ class RunState:
     stop_reason: str = ""
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
+    stalled: bool = False  # the backend sent nothing before the time limit ended a call
 
     def count(self, c: Completion) -> None:
         self.last_finish = c.finish_reason

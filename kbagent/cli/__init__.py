@@ -60,5 +60,7 @@ from kbagent.cli import (  # noqa: E402,F401
     code_commands,
     eval_commands,
     kb_commands,
+    serve_commands,
     tui_commands,
+    verify_commands,
 )

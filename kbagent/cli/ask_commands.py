@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from pathlib import Path
@@ -17,12 +16,15 @@ from kbagent.cli.common import (
     GroupsOpt,
     fail,
     handles_errors,
+    literal,
     principal_from,
     settings_from,
     stderr_console,
     stdout_console,
+    warn,
 )
 from kbagent.errors import BadInputError, ExitCode, KbagentError
+from kbagent.safe_text import json_text
 from kbagent.settings import default
 
 
@@ -85,10 +87,11 @@ def ask(
     principal = principal_from(settings, as_user, groups)
     session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
                       token_budget=token_budget, time_limit=time_limit, principal=principal)
+    ctx.call_on_close(session.close)  # the model is freed before the interpreter exits
     if not (mode is AskMode.DIRECT and not kb):
         opened = session.open_kbs()
         for name, reason in opened.failed.items():
-            stderr_console().print(f"[yellow]warning:[/] KB '{name}' failed: {reason}")
+            warn(f"KB '{name}' failed: {reason}")
     session.load_llm()
     token = session.prepare_run()
     out, err = stdout_console(), stderr_console()
@@ -115,7 +118,7 @@ def ask(
             trace_to = trace / f"{time.strftime('%Y%m%d-%H%M%S')}-{question_id(question)}.jsonl"
         for ev in session.ask(question, token=token, trace_to=trace_to):
             if as_jsonl:
-                typer.echo(json.dumps(ev.to_dict(), ensure_ascii=False))
+                typer.echo(json_text(ev.to_dict()))
             elif not as_json:
                 renderer(ev)
             if isinstance(ev, Final):
@@ -126,9 +129,9 @@ def ask(
     assert result is not None
     save_last_answer(settings, result, principal)
     if trace_to is not None:
-        err.print(f"[dim]trace: {trace_to}[/]")
+        err.print(f"[dim]trace: {literal(trace_to)}[/]")
     if as_json:
-        typer.echo(json.dumps(result.to_dict(all_references), indent=2, ensure_ascii=False))
+        typer.echo(json_text(result.to_dict(all_references), indent=2))
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
@@ -151,9 +154,23 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
     """Print reference ``n``'s lines with their numbers, or open ``$EDITOR`` there
     (finding and reading it is :mod:`kbagent.session`'s job; ``principal`` must be
     allowed to read the document, checked again now)."""
+    from kbagent.kb.provenance import ReferenceChecker, RefState
     from kbagent.session import editor_command, find_reference, reference_view
 
     ref = find_reference(answer, n)
+    checker = ReferenceChecker(settings, principal)
+    try:
+        check = checker.check(ref)
+    finally:
+        checker.close()
+    if check.state is RefState.MOVED:  # show the text where it is now
+        ref = {**ref, "path": check.now_path, "start_line": check.now_start,
+               "end_line": check.now_end}
+    if check.state is RefState.GONE:
+        from kbagent.errors import NotFoundError
+
+        raise NotFoundError(f"[{n}] {ref['path']}:{ref['start_line']}-{ref['end_line']}: "
+                            f"{check.detail}")
     view = reference_view(settings, ref, principal=principal)
     if editor:
         code = subprocess.call(editor_command(view.on_disk, view.start_line))
@@ -161,13 +178,26 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
             raise KbagentError(f"editor exited with status {code}")
         return
     out = stdout_console()
-    from rich.markup import escape
-
-    out.print(f"[bold][{n}][/] [cyan]{escape(str(view.on_disk))}[/]:{view.start_line}-"
-              f"{view.end_line}  [dim](KB {escape(view.kb)})[/]")
+    out.print(f"[bold][{n}][/] [cyan]{literal(view.on_disk)}[/]:{view.start_line}-"
+              f"{view.end_line}  [dim](KB {literal(view.kb)})[/]")
     width = len(str(view.end_line))
     for ln in view.lines:
-        out.print(f"[dim]{ln.number:>{width}}│[/] {escape(ln.text)}")
+        out.print(f"[dim]{ln.number:>{width}}│[/] {literal(ln.text)}")
+    print_check(check)
+
+
+def print_check(check: Any) -> None:
+    """Say whether the cited text changed since the answer (and how)."""
+    from rich.markup import escape
+
+    from kbagent.kb.provenance import RefState
+
+    colour = {RefState.UNCHANGED: "green", RefState.UNCHECKED: "dim",
+              RefState.MOVED: "yellow"}.get(check.state, "red")
+    out = stdout_console()
+    out.print(f"[{colour}]{escape(check.detail)}[/]")
+    for d in check.diff:
+        out.print(f"  [{'red' if d.startswith('-') else 'green'}]{escape(d)}[/]")
 
 
 @app.command()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -21,6 +20,7 @@ from kbagent.cli.common import (
     AsOpt,
     GroupsOpt,
     handles_errors,
+    literal,
     principal_from,
     settings_from,
     stderr_console,
@@ -28,6 +28,7 @@ from kbagent.cli.common import (
     warn,
 )
 from kbagent.errors import BadInputError, ExitCode, Interrupted, KbagentError
+from kbagent.safe_text import json_text
 
 
 class AgentFactory:
@@ -58,6 +59,13 @@ class AgentFactory:
                 self._llm = session.load_llm()
                 self._sessions[key] = session
             return self._sessions[key]
+
+    def close(self) -> None:
+        """Close every session (the one that loaded the model frees it)."""
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            session.close()
 
     def run(self, item: Any, token: Any) -> dict[str, Any]:
         from kbagent.agent.events import Final
@@ -135,6 +143,7 @@ def batch(
     limits = {"max_steps": max_steps, "token_budget": token_budget, "time_limit": time_limit}
     factory = AgentFactory(settings, kb, mode.value, tools.value, limits, trace,
                            principal_from(settings, as_user, groups))
+    ctx.call_on_close(factory.close)
     err = stderr_console()
     out_file = open(output, "a", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     progress = None if quiet or not err.is_terminal else _progress(err)
@@ -205,7 +214,7 @@ def _summary(console: Any, tally: Any, output: Path | None) -> None:
                         ("questions per minute", f"{tally.per_minute:.1f}")):
         table.add_row(what, str(value))
     if output is not None:
-        table.add_row("output", str(output))
+        table.add_row("output", literal(output))
     console.print(table)
 
 
@@ -264,6 +273,7 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
              f"{principal.label}")
     session = Session(settings, names, mode=header["mode"], tools=header["tools"],
                       principal=principal)
+    ctx.call_on_close(session.close)
     session.open_kbs(required=bool(names))
     llm = session.load_llm()
     size = header.get("llm", {}).get("model_bytes")
@@ -280,11 +290,10 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
             result = ev.result
     assert result is not None
     same = result.answer == recorded["answer"]
-    out = stdout_console()
-    if not quiet:
-        out.print(json.dumps({"reproduced": same, "recorded": recorded["answer"],
-                              "new": result.answer}, indent=2, ensure_ascii=False))
+    if not quiet:  # JSON printed as is: markup in an answer is text
+        typer.echo(json_text({"reproduced": same, "recorded": recorded["answer"],
+                              "new": result.answer}, indent=2))
     else:
-        out.print("reproduced" if same else "differs")
+        stdout_console().print("reproduced" if same else "differs")
     if not same:
         raise typer.Exit(ExitCode.ERROR)

@@ -1,14 +1,26 @@
-"""``kbagent code def|refs|callers|outline``: the symbol index from the terminal."""
+"""``kbagent code def|refs|callers|outline``: the symbol index from the terminal.
+
+Every command answers as the caller (``--as`` / ``--groups``; neither: anonymous):
+results from files the caller may not read are left out, and ``outline`` of such a
+file fails exactly like ``outline`` of a missing one."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from kbagent.cli import app
-from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
+from kbagent.cli.common import (
+    AsOpt,
+    GroupsOpt,
+    handles_errors,
+    principal_from,
+    settings_from,
+    stderr_console,
+    stdout_console,
+)
+from kbagent.safe_text import json_text
 
 code_app = typer.Typer(help="Look up code symbols: definitions, references, callers, outlines.",
                        no_args_is_help=True)
@@ -21,15 +33,18 @@ SymbolArg = Annotated[str, typer.Argument(help="A name, or a qualified name like
                                           show_default=False)]
 
 
-def _indexes(ctx: typer.Context, kb: list[str] | None) -> list[Any]:
+def _indexes(ctx: typer.Context, kb: list[str] | None, as_user: str | None,
+             groups: str | None) -> list[Any]:
     from kbagent.cli.common import warn
     from kbagent.cli.kb_commands import open_kbs
     from kbagent.kb.symbol_index import NoSymbolIndex, SymbolIndex
 
+    settings = settings_from(ctx)
+    principal = principal_from(settings, as_user, groups)
     out, missing = [], []
-    for base in open_kbs(settings_from(ctx), kb):
+    for base in open_kbs(settings, kb):
         try:
-            out.append(SymbolIndex(base))
+            out.append(SymbolIndex(base, principal))
         except NoSymbolIndex as e:
             missing.append(e)
     if not out and missing:
@@ -41,12 +56,12 @@ def _indexes(ctx: typer.Context, kb: list[str] | None) -> list[Any]:
 
 def _print(hits: list[Any], as_json: bool, empty: str, multi: bool) -> None:
     if as_json:
-        typer.echo(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+        typer.echo(json_text([h.to_dict() for h in hits], indent=2))
         return
     if not hits:
         stderr_console().print(empty)
         return
-    from rich.markup import escape
+    from kbagent.cli.common import literal as escape
 
     out = stdout_console()
     for h in hits:
@@ -59,8 +74,8 @@ def _print(hits: list[Any], as_json: bool, empty: str, multi: bool) -> None:
 
 
 def _lookup(ctx: typer.Context, kb: list[str] | None, as_json: bool, what: str,
-            symbol: str) -> None:
-    indexes = _indexes(ctx, kb)
+            symbol: str, who: tuple[str | None, str | None]) -> None:
+    indexes = _indexes(ctx, kb, *who)
     hits = []
     for idx in indexes:
         if what == "def":
@@ -74,25 +89,28 @@ def _lookup(ctx: typer.Context, kb: list[str] | None, as_json: bool, what: str,
 @code_app.command("def")
 @handles_errors
 def code_def(ctx: typer.Context, symbol: SymbolArg, kb: KbOpt = None,
-             as_json: JsonOpt = False) -> None:
+             as_json: JsonOpt = False, as_user: AsOpt = None,
+             groups: GroupsOpt = None) -> None:
     """Where SYMBOL is defined (path:line, kind, full name)."""
-    _lookup(ctx, kb, as_json, "def", symbol)
+    _lookup(ctx, kb, as_json, "def", symbol, (as_user, groups))
 
 
 @code_app.command("refs")
 @handles_errors
 def code_refs(ctx: typer.Context, symbol: SymbolArg, kb: KbOpt = None,
-              as_json: JsonOpt = False) -> None:
+              as_json: JsonOpt = False, as_user: AsOpt = None,
+              groups: GroupsOpt = None) -> None:
     """Every line that uses SYMBOL (calls and other references)."""
-    _lookup(ctx, kb, as_json, "refs", symbol)
+    _lookup(ctx, kb, as_json, "refs", symbol, (as_user, groups))
 
 
 @code_app.command("callers")
 @handles_errors
 def code_callers(ctx: typer.Context, symbol: SymbolArg, kb: KbOpt = None,
-                 as_json: JsonOpt = False) -> None:
+                 as_json: JsonOpt = False, as_user: AsOpt = None,
+                 groups: GroupsOpt = None) -> None:
     """Where SYMBOL is called, and from which function."""
-    _lookup(ctx, kb, as_json, "callers", symbol)
+    _lookup(ctx, kb, as_json, "callers", symbol, (as_user, groups))
 
 
 @code_app.command("outline")
@@ -103,23 +121,24 @@ def code_outline(
                                         show_default=False)],
     kb: KbOpt = None,
     as_json: JsonOpt = False,
+    as_user: AsOpt = None,
+    groups: GroupsOpt = None,
 ) -> None:
     """The definitions of one source file, nested, with their line spans."""
     from kbagent.errors import KbagentError, NotFoundError
 
     last: KbagentError | None = None
-    for idx in _indexes(ctx, kb):
+    for idx in _indexes(ctx, kb, as_user, groups):
         try:
             hits, error = idx.outline(path)
         except NotFoundError as e:
             last = e
             continue
         if as_json:
-            typer.echo(json.dumps({"kb": idx.kb.name, "path": path, "error": error,
-                                   "definitions": [h.to_dict() for h in hits]},
-                                  indent=2, ensure_ascii=False))
+            typer.echo(json_text({"kb": idx.kb.name, "path": path, "error": error,
+                                  "definitions": [h.to_dict() for h in hits]}, indent=2))
             return
-        from rich.markup import escape
+        from kbagent.cli.common import literal as escape
 
         out = stdout_console()
         for h in hits:

@@ -13,22 +13,47 @@ from kbagent.errors import ExitCode, KbagentError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def stderr_console() -> Any:
+def _safe_console_class() -> Any:
+    """A rich Console that writes no control sequence it did not make itself: the text
+    of every segment (documents, file names, model output, messages quoting them) goes
+    through :func:`kbagent.safe_text.clean` just before it is styled and written, so
+    ``ESC ]52;…`` (clipboard), ``ESC ]0;…`` (title) or ``ESC [2J`` inside a document
+    reach the terminal as nothing. Rich's own styles and cursor moves (progress bars)
+    are kept. Markup inside text is escaped where the text is put into markup."""
     from rich.console import Console
+    from rich.segment import Segment
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    from kbagent.safe_text import clean
+
+    class SafeConsole(Console):
+        def _render_buffer(self, buffer: Any) -> str:
+            return str(super()._render_buffer(
+                seg if seg.control else Segment(clean(seg.text), seg.style, None)
+                for seg in buffer))
+
+    return SafeConsole
+
+
+def stderr_console() -> Any:
+    return _safe_console_class()(stderr=True, highlight=False, soft_wrap=True)
 
 
 def stdout_console() -> Any:
-    from rich.console import Console
+    return _safe_console_class()(highlight=False, soft_wrap=True)
 
-    return Console(highlight=False, soft_wrap=True)
+
+def literal(text: object) -> str:
+    """``text`` for a rich markup string: shown as written (``[bold]`` or ``[link=…]``
+    in a document stay text) and without control sequences."""
+    from rich.markup import escape
+
+    from kbagent.safe_text import clean
+
+    return escape(clean(str(text)))
 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
-    from rich.markup import escape
-
-    stderr_console().print(f"[bold red]kbagent: error:[/] {escape(message)}")
+    stderr_console().print(f"[bold red]kbagent: error:[/] {literal(message)}")
     raise typer.Exit(code)
 
 
@@ -55,9 +80,7 @@ def settings_from(ctx: typer.Context, **overrides: Any) -> Any:
 
 
 def warn(message: str) -> None:
-    from rich.markup import escape
-
-    stderr_console().print(f"[yellow]warning:[/] {escape(message)}")
+    stderr_console().print(f"[yellow]warning:[/] {literal(message)}")
 
 
 AS_HELP = "Act as USER from the users file (default $KBAGENT_HOME/users.toml)."

@@ -16,6 +16,7 @@ from kbagent.cli.common import (
     AsOpt,
     GroupsOpt,
     handles_errors,
+    literal,
     principal_from,
     settings_from,
     stderr_console,
@@ -24,6 +25,7 @@ from kbagent.cli.common import (
 )
 from kbagent.errors import Interrupted, KbagentError
 from kbagent.kb.models import SearchMode
+from kbagent.safe_text import json_text
 from kbagent.settings import default
 from kbagent.text import shorten
 
@@ -106,6 +108,9 @@ def ingest(
                                                  "per-file report on stdout.")] = ReportFormat.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     embed_url: Annotated[str | None, EMBED_URL_OPTION] = None,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Then keep watching the folder and apply each burst of changes "
+        "(one new generation per batch) until Ctrl-C.")] = False,
     store: Annotated[str | None, typer.Option(
         "--store", help="Hold the KB in PostgreSQL + pgvector (postgresql://user@host/db); "
         "recorded, so later commands need no flag.", show_default=False)] = None,
@@ -117,9 +122,14 @@ def ingest(
     settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
     show_bar = not quiet and sys.stderr.isatty()
+    bars: list[_ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
+    ingestor = ingestor_for(settings, name, store,
+                            progress=lambda *a: bars[0](*a) if bars else None)
     try:
         with _ProgressBar(show_bar) as bar:
-            result = ingestor_for(settings, name, store, progress=bar).run(path, rebuild=rebuild)
+            bars.append(bar)
+            result = ingestor.run(path, rebuild=rebuild)
+        bars.clear()
     except KeyboardInterrupt:
         raise ingest_interrupted(name) from None
     if report is ReportFormat.json:
@@ -129,17 +139,11 @@ def ingest(
     for f in result.files:
         if f.status in ("skipped", "failed"):
             colour = "yellow" if f.status == "skipped" else "red"
-            from rich.markup import escape
-
-            err.print(f"[{colour}]{f.status}[/] {escape(f.path)}: {escape(f.reason)}")
+            err.print(f"[{colour}]{f.status}[/] {literal(f.path)}: {literal(f.reason)}")
         elif f.reason:  # ingested, with a note (a syntax error the symbol index met)
-            from rich.markup import escape
-
-            err.print(f"[yellow]note[/] {escape(f.path)}: {escape(f.reason)}")
+            err.print(f"[yellow]note[/] {literal(f.path)}: {literal(f.reason)}")
     for what in result.repaired:  # a broken index found and rebuilt (kb/repair.py)
-        from rich.markup import escape
-
-        err.print(f"[yellow]repaired[/] {escape(what)}")
+        err.print(f"[yellow]repaired[/] {literal(what)}")
     s = result.summary()
     parts = ", ".join(f"{v} {k}" for k, v in s.items())
     verb = ("repaired" if result.repaired else "updated") if result.committed else "up to date"
@@ -147,6 +151,32 @@ def ingest(
         f"KB '{name}' {verb}: {parts}; {result.chunks_total} chunks "
         f"({result.chunks_embedded} embedded) in {result.seconds:.1f}s"
     )
+    if watch:
+        watch_folder(ingestor, path, name)
+
+
+def watch_folder(ingestor: Any, path: Path, name: str) -> None:
+    """``ingest --watch``: one log line per applied batch until Ctrl-C."""
+    from rich.markup import escape
+
+    from kbagent.kb.knowledge_base import current_generation
+    from kbagent.kb.watch import FolderWatcher
+
+    out, err = stdout_console(), stderr_console()
+
+    def log(update: Any) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        if update.error:
+            err.print(f"{stamp} [red]{escape(update.line())}[/]")
+        elif update.committed:
+            out.print(f"{stamp} {escape(update.line())}")
+
+    err.print(f"watching {escape(str(path))} for KB '{name}' (Ctrl-C to stop)")
+    try:
+        FolderWatcher(ingestor, path, on_update=log).run()
+    except KeyboardInterrupt:
+        gen = current_generation(ingestor.dir) or "none"
+        err.print(f"stopped watching; KB '{name}' is at {gen}")
 
 
 def ingest_interrupted(name: str) -> Interrupted:
@@ -238,14 +268,15 @@ def search(
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
                 "bm25_score", "vector_rank", "vector_score", "rerank_score", "chunk_id", "title",
                 "text")
-        typer.echo(json.dumps([{k_: getattr(h, k_) for k_ in keys} for h in result.hits],
-                              indent=2, ensure_ascii=False))
+        # chunk_id: an opaque id (Hit.public_id); the store's sequential ids would
+        # reveal, by their gaps, how many hidden chunks lie between visible ones
+        shown = [{k_: h.public_id if k_ == "chunk_id" else getattr(h, k_) for k_ in keys}
+                 for h in result.hits]
+        typer.echo(json_text(shown, indent=2))
         return
     out = stdout_console()
-    from rich.markup import escape
-
     if not result.hits:
-        out.print(f"no hits for {query!r}")
+        out.print(f"no hits for {literal(repr(query))}")
     multi = len(kbs) > 1
     for i, h in enumerate(result.hits, 1):
         why = []
@@ -257,12 +288,12 @@ def search(
             why.append(f"rerank {h.rerank_score:.3f}")
         where = f"{h.kb}:" if multi else ""
         out.print(
-            f"[bold]{i:>2}.[/] [cyan]{escape(where + h.path)}:{h.start_line}-{h.end_line}[/]"
+            f"[bold]{i:>2}.[/] [cyan]{literal(where + h.path)}:{h.start_line}-{h.end_line}[/]"
             f"  [green]{h.score:.4f}[/]  [dim]({', '.join(why)})[/]"
         )
         if h.heading:
-            out.print(f"    [bold]{escape(h.heading)}[/]")
-        out.print(f"    {escape(_snippet(h.text))}")
+            out.print(f"    [bold]{literal(h.heading)}[/]")
+        out.print(f"    {literal(_snippet(h.text))}")
     load = f"; embedding model loaded in {load_s:.1f} s" if load_s >= 0.05 else ""
     stderr_console().print(f"[dim]{len(result.hits)} hits in {ms:.0f} ms ({mode.value}{load})[/]")
 
@@ -289,7 +320,7 @@ def kbs(
     groups: GroupsOpt = None,
 ) -> None:
     """List KBs: name, source folder, documents, chunks, model, size, last ingest
-    (documents and chunks: those the caller may read)."""
+    (documents, chunks and size: those of the documents the caller may read)."""
     if ctx.invoked_subcommand is not None:
         return
     from kbagent.kb.stores import list_all_kbs
@@ -303,7 +334,6 @@ def kbs(
     if not infos:
         stderr_console().print("no knowledge bases yet; run 'kbagent ingest PATH'")
         return
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
@@ -311,8 +341,9 @@ def kbs(
         table.add_column(col, justify="right" if col in ("docs", "chunks", "size") else "left")
     for i in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at)) if i.updated_at else ""
-        source = f"[red]{escape(i.error)}[/]" if i.error else i.source
-        table.add_row(i.name, source, str(i.documents), str(i.chunks), i.embedding_model,
+        source = f"[red]{literal(i.error)}[/]" if i.error else literal(i.source)
+        table.add_row(literal(i.name), source, str(i.documents), str(i.chunks),
+                      literal(i.embedding_model),
                       _size(i.size_bytes), when)
     stdout_console().print(table)
 
@@ -344,19 +375,23 @@ def kbs_rm(
 
 
 def visible_info(settings: Any, info: Any, principal: Any) -> Any:
-    """``info`` with the document and chunk counts ``principal`` may read."""
+    """``info`` with the document and chunk counts ``principal`` may read, and as its
+    size the bytes of those documents' source files (not the index on disk, whose
+    size would count the documents the caller may not read)."""
     if info.error:
+        info.size_bytes = 0
         return info
     from kbagent.kb.stores import open_kb
 
     try:
         kb = open_kb(settings, info.name)
     except KbagentError as e:
-        info.documents = info.chunks = 0
+        info.documents = info.chunks = info.size_bytes = 0
         info.error = str(e)
         return info
     try:
         info.documents, info.chunks = kb.store.visible_counts(principal)
+        info.size_bytes = kb.store.visible_bytes(principal)
     finally:
         kb.close()
     return info

@@ -6,8 +6,6 @@ import json
 import re
 from typing import Any
 
-from rich.markup import escape
-
 from kbagent.agent.events import (
     Action,
     AgentResult,
@@ -20,17 +18,19 @@ from kbagent.agent.events import (
 )
 from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import StepKind
+from kbagent.cli.common import literal
 from kbagent.text import shorten
 
 _BADGE = re.compile(r"\[(\d+)\]")
 
 
 def badges(text: str, styled: bool) -> str:
-    """Escape text for rich and style ``[n]`` citation badges."""
+    """Text for rich, shown literally (no markup, no control sequences), with ``[n]``
+    citation badges styled."""
     if not styled:
-        return escape(text)
+        return literal(text)
     parts = _BADGE.split(text)  # text, number, text, number, ...
-    return "".join(escape(p) if i % 2 == 0 else f"[bold black on cyan] {p} [/]"
+    return "".join(literal(p) if i % 2 == 0 else f"[bold black on cyan] {p} [/]"
                    for i, p in enumerate(parts))
 
 
@@ -85,20 +85,20 @@ class EventRenderer:
             if not self._in_thought:
                 self.err.print("  [dim]thought:[/] ", end="")
                 self._in_thought = True
-            self.err.print(f"[dim]{escape(ev.text)}[/]", end="")
+            self.err.print(f"[dim]{literal(ev.text)}[/]", end="")
         elif isinstance(ev, Action):
             self._end_thought()
             args = json.dumps(ev.args, ensure_ascii=False)
-            self.err.print(f"  [cyan]→ {escape(ev.tool)}[/] {escape(args)}")
+            self.err.print(f"  [cyan]→ {literal(ev.tool)}[/] {literal(args)}")
         elif isinstance(ev, Observation):
             colour = "green" if ev.ok else "red"
             cached = " [dim](cached)[/]" if ev.cached else ""
-            self.err.print(f"  [{colour}]← {escape(ev.summary)}[/]{cached} "
+            self.err.print(f"  [{colour}]← {literal(ev.summary)}[/]{cached} "
                            f"[dim]({ev.tokens} tokens, {ev.ms:.0f} ms)[/]")
         elif isinstance(ev, ErrorEvent):
             self._end_thought()
             colour = "yellow" if ev.kind in ("protocol", "cancelled") else "red"
-            self.err.print(f"  [{colour}]! {escape(ev.message)}[/]")
+            self.err.print(f"  [{colour}]! {literal(ev.message)}[/]")
 
     def finish(self, result: AgentResult, *, all_references: bool = False) -> None:
         self._end_thought()
@@ -116,15 +116,15 @@ class EventRenderer:
                         c, self.styled, self.out.width if self.out.is_terminal else None))
         for sentence in result.unsupported:
             self.err.print(f"[yellow]⚠ not supported by its cited sources:[/] "
-                           f"{escape(sentence)}")
+                           f"{literal(sentence)}")
         for line in describe_repairs(result.repairs):
-            self.err.print(f"[yellow]✎[/] {escape(line)}")
+            self.err.print(f"[yellow]✎[/] {literal(line)}")
         u = result.usage
         stop = f"; stopped: {result.stop_reason}" if result.stop_reason else ""
         self.err.print(
             f"[dim]{result.mode} mode, {len(result.steps)} steps, {u.llm_calls} LLM calls, "
             f"{u.prompt_evaluated}+{u.completion_tokens} tokens, "
-            f"{u.wall_ms / 1000:.1f}s{escape(stop)}[/]")
+            f"{u.wall_ms / 1000:.1f}s{literal(stop)}[/]")
 
 
 def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) -> str:
@@ -138,8 +138,8 @@ def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) ->
         room = max(20, width - len(f"[{c['n']}] {where}  {score}  {mark}") - 1)
     first = shorten(c["excerpt"], room, strip=True)
     if styled:
-        return (f"[bold black on cyan] {c['n']} [/] [cyan]{escape(where)}[/]  "
-                f"[green]{score}[/]  {escape(first)}{mark}")
-    return escape(f"[{c['n']}] {where}  {score}  {first}{mark}")
+        return (f"[bold black on cyan] {c['n']} [/] [cyan]{literal(where)}[/]  "
+                f"[green]{score}[/]  {literal(first)}{mark}")
+    return literal(f"[{c['n']}] {where}  {score}  {first}{mark}")
 
 

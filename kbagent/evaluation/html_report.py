@@ -4,11 +4,11 @@ side and compared."""
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from kbagent.evaluation.qa import QaReport
 from kbagent.evaluation.retrieval import RetrievalReport
+from kbagent.safe_text import clean
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
@@ -19,9 +19,17 @@ th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
+def _esc(text: str) -> str:
+    """Text for the page: HTML-escaped, and without the control characters that are
+    invalid in HTML and would drive a terminal the file is printed on."""
+    import html
+
+    return html.escape(clean(text))
+
+
 def _cell(value: object, cls: str = "") -> str:
     c = f' class="{cls}"' if cls else ""
-    return f"<td{c}>{html.escape(str(value))}</td>"
+    return f"<td{c}>{_esc(str(value))}</td>"
 
 
 def retrieval_html(report: RetrievalReport) -> str:
@@ -40,21 +48,21 @@ def retrieval_html(report: RetrievalReport) -> str:
     for qid, text in report.queries_text.items():
         rels = report.qrels.get(qid, {})
         cells = [_cell(qid), _cell(text),
-                 "<td>" + html.escape(", ".join(d for d, g in rels.items() if g > 0)) + "</td>"]
+                 "<td>" + _esc(", ".join(d for d, g in rels.items() if g > 0)) + "</td>"]
         for m in report.modes:
             top = m.per_query_top10.get(qid, [])
             marked = " ".join(
-                f'<span class="hit">{html.escape(d)}</span>' if rels.get(d, 0) > 0
-                else html.escape(d) for d in top[:5])
+                f'<span class="hit">{_esc(d)}</span>' if rels.get(d, 0) > 0
+                else _esc(d) for d in top[:5])
             cells.append(f'<td class="n">{m.per_query_ndcg_10.get(qid, 0.0):.3f}</td>'
                          f"<td><code>{marked}</code></td>")
         per_q.append("<tr>" + "".join(cells) + "</tr>")
     q_head = "<tr><th>id</th><th>query</th><th>relevant</th>" + "".join(
-        f"<th>{html.escape(m)} nDCG@10</th><th>{html.escape(m)} top 5</th>" for m in modes
+        f"<th>{_esc(m)} nDCG@10</th><th>{_esc(m)} top 5</th>" for m in modes
     ) + "</tr>"
-    intro = (f"KB <code>{html.escape(report.kb)}</code>: {report.documents} documents, "
+    intro = (f"KB <code>{_esc(report.kb)}</code>: {report.documents} documents, "
              f"{report.chunks} chunks; embedding model <code>"
-             f"{html.escape(report.embedding_model)}</code>; {report.queries} queries.")
+             f"{_esc(report.embedding_model)}</code>; {report.queries} queries.")
     return _page(f"kbagent eval retrieval: {report.dataset}", intro, head + "".join(rows),
                  "Per query", q_head + "".join(per_q))
 
@@ -62,10 +70,10 @@ def retrieval_html(report: RetrievalReport) -> str:
 def _page(title: str, intro: str, summary: str, rows_title: str, rows: str) -> str:
     """One self-contained page: title, intro, the summary table, the per-item table."""
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>{_esc(title)}</h1>"
         f"<p>{intro}</p><table>{summary}</table>"
-        f"<h2>{html.escape(rows_title)}</h2><table>{rows}</table></body></html>\n"
+        f"<h2>{_esc(rows_title)}</h2><table>{rows}</table></body></html>\n"
     )
 
 
@@ -83,7 +91,7 @@ def qa_html(report: QaReport) -> str:
     from dataclasses import asdict
 
     keys = [k for k in asdict(report.modes[0]) if k != "mode"]
-    head = "<tr><th>metric</th>" + "".join(f"<th>{html.escape(m.mode)}</th>"
+    head = "<tr><th>metric</th>" + "".join(f"<th>{_esc(m.mode)}</th>"
                                            for m in report.modes) + "</tr>"
     rows = []
     for k in keys:
@@ -104,7 +112,7 @@ def qa_html(report: QaReport) -> str:
             ", ".join(r.cited_paths))) + _cell(verdict, cls) + _cell(r.steps, "n")
             + _cell(f"{r.latency_s:.1f}", "n") + "</tr>")
     return _page(f"kbagent eval qa: {report.dataset}",
-                 f"KB <code>{html.escape(report.kb)}</code>.", head + "".join(rows),
+                 f"KB <code>{_esc(report.kb)}</code>.", head + "".join(rows),
                  "Per question", q_head + "".join(q_rows))
 
 

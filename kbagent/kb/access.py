@@ -6,6 +6,13 @@ line of a ``.kbaccess`` file at the KB source root (gitignore-style patterns,
 like CODEOWNERS). Front-matter wins whenever it has an ``access`` key, even
 ``access: all``. A document with no groups is open to everyone.
 
+Declarations fail closed: an ``access`` value that is not one group name, a
+comma-separated string of them or a non-empty list of them (broken YAML, empty,
+a number, a mapping, ``[]``, ``[executives, all]``, an invalid name) is a
+:class:`MalformedAccess`; ingest then stores the document readable by nobody
+(:data:`HIDDEN_GROUP`) and says so. ``all`` (``everyone``, ``public``) is reserved:
+it opens a document only on its own, and no caller can claim it as a group.
+
 A :class:`Principal` is the caller: a user name (or ``None``) and the groups
 it belongs to. The anonymous principal has no groups and sees only documents
 open to everyone. :func:`may_read` is the only place that decides; the BM25
@@ -39,6 +46,13 @@ OPEN_WORDS = frozenset({"all", "everyone", "public"})
 # ':' (GROUP_RE), so no declared group can collide with the public token.
 PUBLIC_TOKEN = "open:"
 GROUP_PREFIX = "g:"
+# The groups of a document whose access declaration could not be read: '!' is not in
+# GROUP_RE, so no caller (flags, users file) can ever hold it: readable by nobody.
+HIDDEN_GROUP = "!malformed-access"
+
+
+class MalformedAccess(BadInputError):
+    """An access declaration that cannot be read; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +113,53 @@ def _groups(values: Iterable[object], origin: str) -> frozenset[str]:
         if not isinstance(v, str) or not GROUP_RE.match(v.strip().lower()):
             raise BadInputError(f"invalid group {v!r} in {origin}: use 1-64 lowercase letters, "
                                 "digits, '.', '_' or '-'")
+        if v.strip().lower() in OPEN_WORDS:
+            raise BadInputError(f"group {v.strip()!r} in {origin} is reserved (it means "
+                                "everyone); no caller can belong to it")
         out.add(v.strip().lower())
     return frozenset(out)
+
+
+def declared_groups(names: list[str], origin: str) -> list[str]:
+    """A declaration's group names (``.kbaccess`` line or front-matter) -> sorted groups,
+    ``[]`` for open. ``all``/``everyone``/``public`` must stand alone; a bad name is a
+    :class:`MalformedAccess`. The one parser both ways of declaring go through."""
+    if not names:
+        raise MalformedAccess(f"{origin}: no group given (write 'all' to open it to everyone)")
+    opened = [g for g in names if g in OPEN_WORDS]
+    if opened:
+        if len(set(names)) > 1:
+            raise MalformedAccess(f"{origin}: '{opened[0]}' cannot be combined with groups")
+        return []
+    try:
+        return sorted(_groups(names, origin))
+    except BadInputError as e:
+        raise MalformedAccess(str(e)) from None
+
+
+def front_matter_groups(value: object, origin: str = "front-matter access") -> list[str]:
+    """A front-matter ``access`` value -> groups (``[]``: open to everyone).
+
+    Accepted: a group name or ``all`` (``access: executives``), a comma-separated
+    string (``access: "hr, it"``) or a non-empty list of names. Anything else
+    (nothing, a number, a boolean, a mapping, ``[]``, a list holding a non-string)
+    raises :class:`MalformedAccess`."""
+    if isinstance(value, str):
+        names = [g.strip().lower() for g in value.split(",")]
+        if any(not g for g in names) and len(names) > 1:
+            raise MalformedAccess(f"{origin}: empty group name in {value!r}")
+        return declared_groups([g for g in names if g], origin)
+    if isinstance(value, list):
+        if not value:
+            raise MalformedAccess(f"{origin}: an empty list (write 'all' to open it to "
+                                  "everyone, or name the groups)")
+        bad = [v for v in value if not isinstance(v, str)]
+        if bad:
+            raise MalformedAccess(f"{origin}: {bad[0]!r} is not a group name")
+        return declared_groups([str(v).strip().lower() for v in value], origin)
+    shown = "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    raise MalformedAccess(f"{origin}: expected a group name or a list of them, got "
+                          f"{shown[:80]}")
 
 
 def load_users(path: Path) -> dict[str, frozenset[str]]:
@@ -171,19 +230,15 @@ def parse_access_rules(text: str, origin: str = ACCESS_FILE) -> AccessRules:
             continue
         parts = line.split()
         if len(parts) < 2:
-            raise BadInputError(f"{origin} line {number}: expected 'PATTERN GROUP [GROUP ...]'")
-        names = [g.strip(",").lower() for g in parts[1:] if g.strip(",")]
-        opened = [g for g in names if g in OPEN_WORDS]
-        if opened and len(names) > 1:
-            raise BadInputError(f"{origin} line {number}: '{opened[0]}' cannot be combined "
-                                "with groups")
-        groups = [] if opened else sorted(_groups(names, f"{origin} line {number}"))
+            raise MalformedAccess(f"{origin} line {number}: expected 'PATTERN GROUP [GROUP ...]'")
+        names = [g.lower() for p in parts[1:] for g in p.split(",") if g]
+        groups = declared_groups(names, f"{origin} line {number}")
         import pathspec
 
         try:
             spec = pathspec.GitIgnoreSpec.from_lines([parts[0]])
         except Exception as e:  # pathspec raises its own pattern errors
-            raise BadInputError(f"{origin} line {number}: bad pattern {parts[0]!r}: {e}") from e
+            raise MalformedAccess(f"{origin} line {number}: bad pattern {parts[0]!r}: {e}") from e
         rules.append((spec, groups))
     return AccessRules(text, rules)
 
@@ -196,7 +251,7 @@ def load_access_rules(source: Path) -> AccessRules:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"cannot read {path}: {e}") from e
+        raise MalformedAccess(f"cannot read {path}: {e}") from e
     return parse_access_rules(text, str(path))
 
 

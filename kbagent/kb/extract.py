@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from kbagent.kb.access import HIDDEN_GROUP, MalformedAccess, front_matter_groups
 from kbagent.kb.models import MD_HEADING, ExtractedDoc, Line
 
 MARKDOWN = {".md", ".markdown", ".mdx", ".mdown"}
@@ -39,7 +41,13 @@ BINARY = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".z
           ".woff", ".woff2", ".ttf", ".otf", ".eot", ".sqlite", ".db", ".gguf", ".onnx", ".pt",
           ".safetensors", ".npy", ".parquet", ".docx", ".xlsx", ".pptx", ".odt", ".usearch"}
 
-_FRONT_MATTER_END = {"---", "..."}
+_FRONT_MATTER_END = {"---": ("---", "..."), "+++": ("+++",)}  # YAML, TOML
+_FRONT_MATTER_LINES = 200  # a block must close within this many lines
+# does a block mention an access key? A block that never closes must look like a key
+# (``access:``/``access =``); one that closes but does not parse needs only a line that
+# starts with the word (``access>``, ``Access [hr``): either way it then fails closed
+_ACCESS_KEY = re.compile(r"""^[\s-]*["']?access["']?\s*[:=]""", re.IGNORECASE | re.MULTILINE)
+_ACCESS_WORD = re.compile(r"""^[\s\-?"']*access\b""", re.IGNORECASE | re.MULTILINE)
 
 
 class Skip(Exception):
@@ -94,28 +102,73 @@ def split_lines(text: str) -> list[Line]:
     return [Line(i + 1, t) for i, t in enumerate(text.split("\n"))]
 
 
-def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int]:
-    """Parse a leading YAML ``---`` block; return (data, index of first body line)."""
-    if not lines or lines[0].text.strip() != "---":
-        return {}, 0
-    for i in range(1, min(len(lines), 200)):
-        if lines[i].text.strip() in _FRONT_MATTER_END:
-            import yaml
+def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int, str]:
+    """Parse a leading YAML ``---`` or TOML ``+++`` block (blank lines before it are
+    allowed); return (data, index of the first body line, access problem or '').
 
-            try:
-                data = yaml.safe_load("\n".join(ln.text for ln in lines[1:i])) or {}
-            except yaml.YAMLError:
-                return {}, 0
-            return (data if isinstance(data, dict) else {}), i + 1
-    return {}, 0
+    The ``access`` key is found whatever its case (``Access:``) and returned as
+    ``data["access"]``. A block that mentions an access key but cannot be parsed (or
+    never closes, or is not a mapping, or says it twice) yields an access problem:
+    the caller then stores the document readable by nobody. A block that does not
+    mention access and does not parse is body text, as before."""
+    start = 0
+    while start < len(lines) and not lines[start].text.strip():
+        start += 1
+    opener = lines[start].text.strip() if start < len(lines) else ""
+    if opener not in _FRONT_MATTER_END:
+        return {}, 0, ""
+    ends = _FRONT_MATTER_END[opener]
+    end = next((i for i in range(start + 1, min(len(lines), start + _FRONT_MATTER_LINES))
+                if lines[i].text.strip() in ends), None)
+    stop = end if end is not None else min(len(lines), start + _FRONT_MATTER_LINES)
+    block = "\n".join(ln.text for ln in lines[start + 1:stop])
+    mentions = bool(_ACCESS_KEY.search(block))
+    if end is None:
+        return {}, 0, (f"front-matter opened with '{opener}' never closes" if mentions else "")
+    mentions = mentions or bool(_ACCESS_WORD.search(block))
+    try:
+        data = _parse_block(block, opener)
+    except ValueError as e:
+        return {}, 0, (f"front-matter is not valid {e}" if mentions else "")
+    if not isinstance(data, dict):
+        return {}, end + 1, ("front-matter is not a mapping" if mentions else "")
+    keys = [k for k in data if isinstance(k, str) and k.strip().lower() == "access"]
+    if len(keys) > 1:
+        return {}, end + 1, f"front-matter declares access twice ({', '.join(map(repr, keys))})"
+    if keys:
+        data = {**data, "access": data[keys[0]]}
+    return data, end + 1, ""
 
 
-def _access(value: object) -> list[str]:
-    if value is None:
-        return []
-    items = [value] if isinstance(value, str) else list(value) if isinstance(value, list) else []
-    acl = sorted({str(v).strip().lower() for v in items if str(v).strip()})
-    return [] if acl in (["all"], ["everyone"], ["public"]) else acl
+def _parse_block(block: str, opener: str) -> Any:
+    """YAML (``---``) or TOML (``+++``); ValueError('YAML: ...') when it does not parse."""
+    if opener == "+++":
+        import tomllib
+
+        try:
+            return tomllib.loads(block)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"TOML: {e}") from None
+    import yaml
+
+    try:
+        return yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"YAML: {' '.join(str(e).split())[:120]}") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as e:  # e.g. 2026-02-30
+        raise ValueError(f"YAML: {type(e).__name__}: {str(e)[:120]}") from None
+
+
+def _access(meta: dict[str, Any], problem: str) -> tuple[list[str], bool, str]:
+    """(groups, declared, problem) from the front-matter; a problem hides the document."""
+    if problem:
+        return [HIDDEN_GROUP], True, problem
+    if "access" not in meta:
+        return [], False, ""
+    try:
+        return front_matter_groups(meta["access"]), True, ""
+    except MalformedAccess as e:
+        return [HIDDEN_GROUP], True, str(e)
 
 
 def _first_heading(lines: list[Line]) -> str:
@@ -183,9 +236,10 @@ def extract(path: str, data: bytes) -> ExtractedDoc:
         return ExtractedDoc(path, "html", lines, title=title or _first_heading(lines) or stem)
     lines = split_lines(text)
     meta: dict[str, Any] = {}
-    body = 0
+    body, problem = 0, ""
     if fmt in ("markdown", "text", "rst"):
-        meta, body = _front_matter(lines)
+        meta, body, problem = _front_matter(lines)
+    access, declared, problem = _access(meta, problem)
     if not any(ln.text.strip() for ln in lines[body:]):
         raise Skip("no text content")
     title = str(meta.get("title") or "").strip()
@@ -196,8 +250,9 @@ def extract(path: str, data: bytes) -> ExtractedDoc:
         fmt,
         lines,
         title=title or (PurePosixPath(path).name if fmt == "code" else stem),
-        access=_access(meta.get("access")),
-        access_declared="access" in meta,
+        access=access,
+        access_declared=declared,
+        access_error=problem,
         body_start=body,
         language=language,
     )

@@ -24,7 +24,13 @@ import numpy as np
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb import symbol_index
-from kbagent.kb.access import AccessRules, effective_groups, load_access_rules, parse_access_rules
+from kbagent.kb.access import (
+    HIDDEN_GROUP,
+    AccessRules,
+    effective_groups,
+    load_access_rules,
+    parse_access_rules,
+)
 from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.embedder import (
@@ -59,12 +65,18 @@ from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
 from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
-from kbagent.kb.walker import walk
+from kbagent.kb.walker import is_named, walk, walk_named
 from kbagent.settings import Settings
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_GROUP = 256  # chunks per encode call: big enough to batch well, small for progress
 VECTOR_GROUP = 4096  # vectors per usearch add: one call per document costs ~30% more
+
+
+def _hide(fr: FileReport, why: str) -> None:
+    """Mark a file stored readable by nobody because its access declaration is malformed."""
+    fr.hidden = True
+    fr.reason = f"malformed access declaration ({why}); hidden until fixed"
 
 
 @dataclass
@@ -112,6 +124,9 @@ class Ingestor:
         self._progress = progress or (lambda phase, done, total: None)
         # Test hook: called between steps with the step's name (a raise = a crash there).
         self._checkpoint = checkpoint or (lambda step: None)
+        # watch mode (kb/watch.py): the paths file events named; no other file is
+        # visited or read, a known one is kept as it is (None: walk and read every file)
+        self.only_paths: set[str] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -200,7 +215,8 @@ class Ingestor:
     def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
               model_id: str) -> tuple[list[_Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        files = list(walk(source))
+        files = list(walk(source)) if self.only_paths is None else walk_named(
+            source, self.only_paths, base_docs)
         pending: list[_Pending] = []
         keep: set[str] = set()
         for i, sf in enumerate(files):
@@ -210,6 +226,12 @@ class Ingestor:
                     sf.path, "skipped",
                     f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
                 continue
+            old = base_docs.get(sf.path)
+            if (self.only_paths is not None and old is not None and not is_named(
+                    sf.path, self.only_paths) and self._rules.text == self._old_rules.text):
+                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                keep.add(sf.path)
+                continue
             try:
                 data = sf.abspath.read_bytes()
             except OSError as e:
@@ -217,11 +239,13 @@ class Ingestor:
                 keep.add(sf.path)  # keep the stored version of a file we cannot read now
                 continue
             digest = hashlib.sha256(data).hexdigest()
-            old = base_docs.get(sf.path)
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
             if old is not None and old.content_hash == digest and not rule_changed:
-                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
+                if HIDDEN_GROUP in old.access:
+                    _hide(fr, "unchanged since the last ingest")
+                report.files.append(fr)
                 keep.add(sf.path)
                 continue
             status = "updated" if old is not None else "added"
@@ -237,7 +261,10 @@ class Ingestor:
                 keep.add(sf.path)
                 continue
             if old is not None and old.content_hash == digest and doc.access == old.access:
-                report.files.append(FileReport(sf.path, "unchanged", chunks=old.n_chunks))
+                fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
+                if doc.access_error:
+                    _hide(fr, doc.access_error)
+                report.files.append(fr)
                 keep.add(sf.path)  # a .kbaccess change that front-matter overrides
                 continue
             chunks = chunk_document(doc, self.settings.chunk_tokens, self.settings.chunk_overlap)
@@ -248,6 +275,8 @@ class Ingestor:
             fr = FileReport(sf.path, status, chunks=len(chunks))
             if old is not None and old.content_hash == digest:
                 fr.reason = "access changed (.kbaccess)"
+            if doc.access_error:
+                _hide(fr, doc.access_error)
             report.files.append(fr)
             pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
             keep.add(sf.path)

@@ -52,6 +52,7 @@ from kbagent.settings import Settings
 # refused with the rebuild hint (its index cannot filter; --rebuild reuses its vectors).
 SCHEMA_VERSION = 2
 CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
+RETIRED_KEPT = 4  # stores of replaced generations kept open for readers still using them
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 GEN_RE = gen_locks.GEN_RE  # a generation folder's name: "gen-" and six or more digits
 
@@ -310,6 +311,10 @@ class KnowledgeBase:
             self._retired.append(self.store)
             self._open()
             gen_locks.release_older(self._gen_locks, {self.generation, previous})
+            # a watched folder publishes many generations: close all but the newest
+            # retired stores (a reader still on one of those keeps working)
+            while len(self._retired) > RETIRED_KEPT:
+                self._retired.pop(0).close()
         return True
 
     def _more_vectors(self) -> bool:

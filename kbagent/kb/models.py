@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -55,6 +56,7 @@ class ExtractedDoc:
     title: str = ""
     access: list[str] = field(default_factory=list)  # ACL from front-matter; [] = everyone
     access_declared: bool = False  # front-matter has an ``access`` key (it then wins)
+    access_error: str = ""  # why the declaration could not be read (access is then hidden)
     body_start: int = 0  # index into ``lines`` where the body starts (after front-matter)
     language: str = ""  # for code: python, go, ...
     sections: list[tuple[int, str]] = field(default_factory=list)  # explicit (line index, heading)
@@ -110,8 +112,21 @@ class Hit:
     title: str = ""
     rerank_score: float | None = None  # set when a reranker reordered the fused hits
 
+    @property
+    def public_id(self) -> str:
+        """The chunk's id as shown to callers: a hash of what the caller already sees
+        (KB, path, lines, text), stable while the chunk is unchanged. The store's
+        integer ``chunk_id`` is sequential over every chunk, hidden ones included, so
+        its gaps would count the chunks a caller may not read; it never leaves the
+        process."""
+        key = "\0".join((self.kb, self.path, str(self.start_line), str(self.end_line),
+                          self.text))
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["chunk_id"] = self.public_id
+        return out
 
 
 @dataclass
@@ -122,9 +137,13 @@ class FileReport:
     status: str  # added, updated, removed, skipped, unchanged, failed
     reason: str = ""
     chunks: int = 0
+    hidden: bool = False  # stored readable by nobody: its access declaration is malformed
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.hidden:  # the key appears only where it is true
+            del out["hidden"]
+        return out
 
 
 @dataclass
@@ -145,7 +164,11 @@ class IngestReport:
 
     def summary(self) -> dict[str, int]:
         keys = ("added", "updated", "removed", "unchanged", "skipped", "failed")
-        return {k: self.count(k) for k in keys}
+        out = {k: self.count(k) for k in keys}
+        hidden = sum(1 for f in self.files if f.hidden)
+        if hidden:  # also counted above as added/updated/unchanged
+            out["hidden"] = hidden
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,7 @@ from kbagent.kb.models import Hit, SearchMode
 from kbagent.kb.rerank import Reranker, rerank_hits
 from kbagent.kb.store import ChunkRow
 from kbagent.kb.store_protocol import KbReader
+from kbagent.safe_text import valid_unicode
 
 RRF_K = 60
 MODES = tuple(m.value for m in SearchMode)
@@ -94,7 +95,7 @@ class HybridSearcher:
                     raise BadInputError(
                         f"KB '{kb.name}' holds {kb.manifest['embedding_dim']}-dimensional "
                         f"vectors, the query embedder makes {embedder.dim}-dimensional ones")
-                out[space] = embedder.encode([query])[0]
+                out[space] = embedder.encode([valid_unicode(query)])[0]
         return out
 
     def search(
@@ -111,7 +112,10 @@ class HybridSearcher:
         the filter off (benchmarks and maintenance only, never a caller)."""
         if mode not in MODES:
             raise BadInputError(f"unknown search mode {mode!r} (choose from {', '.join(MODES)})")
-        query = query.strip()
+        # a query holding bytes that are not UTF-8 (an argument like $'\xffcache' reaches
+        # Python as lone surrogates) is searched with U+FFFD in their place: neither the
+        # tokenizer nor tantivy accepts a string no UTF-8 encoder can write
+        query = valid_unicode(query).strip()
         if not query:
             raise BadInputError("empty search query")
         if k <= 0:

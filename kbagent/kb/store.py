@@ -246,6 +246,12 @@ class Store:
                 return True
         return False
 
+    def visible_bytes(self, principal: Principal) -> int:
+        """Bytes of the source files ``principal`` may read (what ``kbs`` shows as size:
+        the index's size on disk would grow with the documents the caller cannot see)."""
+        return sum(int(size) for access, size in self.conn.execute(
+            "SELECT access, size FROM documents") if may_read(principal, json.loads(access)))
+
     def visible_counts(self, principal: Principal) -> tuple[int, int]:
         """(documents, chunks) that ``principal`` may read."""
         docs = chunks = 0

@@ -24,11 +24,13 @@ no ``--rebuild`` needed).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from kbagent.errors import NotFoundError
+from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import ExtractedDoc
 from kbagent.kb.store import in_batches
 from kbagent.kb.symbols import GrammarMissing, grammar_for, parse_symbols
@@ -177,10 +179,16 @@ def _split(symbol: str) -> tuple[str, str]:
 
 
 class SymbolIndex:
-    """Lookups over one open KB's symbol tables (read-only)."""
+    """Lookups over one open KB's symbol tables (read-only), as ``principal`` sees them.
 
-    def __init__(self, kb: Any) -> None:  # a KnowledgeBase
+    Every result comes from a document ``principal`` may read (:func:`may_read`, the
+    one rule): definitions, references and their source lines are filtered before any
+    limit is applied, and a file it may not read is answered exactly like a file that
+    is not there (the same :class:`NotFoundError`, the same message)."""
+
+    def __init__(self, kb: Any, principal: Principal = ANONYMOUS) -> None:  # a KnowledgeBase
         self.kb = kb
+        self.principal = principal
         if not has_index(kb.manifest):
             source = kb.manifest.get("source") or "<folder>"
             raise NoSymbolIndex(
@@ -188,20 +196,27 @@ class SymbolIndex:
                 f"run: kbagent ingest {source} --kb {kb.name}")
         self.conn: sqlite3.Connection = kb.store.conn
         self._lines: dict[str, dict[int, str]] = {}  # path -> line number -> text
+        self._readable: dict[str, bool] = {}  # access column (JSON) -> may_read
+
+    def _may_read(self, access: str) -> bool:
+        if access not in self._readable:
+            self._readable[access] = may_read(self.principal, json.loads(access))
+        return self._readable[access]
 
     def _line_text(self, path: str, line: int) -> str:
         if path not in self._lines:
             got = self.kb.store.document_lines(path)
-            self._lines[path] = {ln.number: ln.text for ln in got[1]} if got else {}
+            readable = got is not None and may_read(self.principal, got[0].access)
+            self._lines[path] = {ln.number: ln.text for ln in got[1]} if got and readable else {}
         return self._lines[path].get(line, "")
 
     def definitions(self, symbol: str, limit: int = 50) -> list[SymbolHit]:
         """Where ``symbol`` (a name or a qualified ``Class.method``) is defined."""
         name, dotted = _split(symbol)
-        rows = self.conn.execute(
-            "SELECT d.path,s.start_line,s.end_line,s.name,s.kind,s.qualname FROM symbols s "
-            "JOIN documents d ON d.id=s.doc_id WHERE s.name=? ORDER BY d.path,s.start_line",
-            (name,)).fetchall()
+        rows = [r[:6] for r in self.conn.execute(
+            "SELECT d.path,s.start_line,s.end_line,s.name,s.kind,s.qualname,d.access "
+            "FROM symbols s JOIN documents d ON d.id=s.doc_id WHERE s.name=? "
+            "ORDER BY d.path,s.start_line", (name,)) if self._may_read(r[6])]
         if dotted != name:
             rows = [r for r in rows if r[5] == dotted or r[5].endswith("." + dotted)]
         return [SymbolHit(self.kb.name, p, a, b, n, k, q, self._line_text(p, a))
@@ -216,31 +231,39 @@ class SymbolIndex:
             return []
         kinds = (1,) if calls_only else (1, 0)
         marks = ",".join("?" * len(kinds))
-        rows = self.conn.execute(
-            "SELECT d.path,r.line,r.is_call,COALESCE(s.qualname,'') FROM symbol_refs r "
-            "JOIN documents d ON d.id=r.doc_id LEFT JOIN symbols s ON s.id=r.scope_id "
-            f"WHERE r.name_id=? AND r.is_call IN ({marks}) ORDER BY d.path,r.line LIMIT ?",
-            (row[0], *kinds, limit)).fetchall()
-        return [SymbolHit(self.kb.name, p, ln, ln, name, "call" if c else "ref", s,
-                          self._line_text(p, ln)) for p, ln, c, s in rows]
+        hits: list[SymbolHit] = []
+        for p, ln, c, s, access in self.conn.execute(
+                "SELECT d.path,r.line,r.is_call,COALESCE(s.qualname,''),d.access "
+                "FROM symbol_refs r JOIN documents d ON d.id=r.doc_id "
+                "LEFT JOIN symbols s ON s.id=r.scope_id "
+                f"WHERE r.name_id=? AND r.is_call IN ({marks}) ORDER BY d.path,r.line",
+                (row[0], *kinds)):
+            if not self._may_read(access):
+                continue
+            hits.append(SymbolHit(self.kb.name, p, ln, ln, name, "call" if c else "ref", s,
+                                  self._line_text(p, ln)))
+            if len(hits) >= limit:
+                break
+        return hits
 
     def callers(self, symbol: str, limit: int = 200) -> list[SymbolHit]:
         """Call sites of ``symbol``; ``qualname`` is the calling definition."""
         return self.references(symbol, calls_only=True, limit=limit)
 
     def outline(self, path: str) -> tuple[list[SymbolHit], str]:
-        """Definitions of one file in line order, and its parse problem ('' if none)."""
+        """Definitions of one file in line order, and its parse problem ('' if none).
+        A file the caller may not read raises the same error as a missing one."""
+        p = path.strip().lstrip("/")
         row = self.conn.execute(
-            "SELECT d.id,f.error FROM documents d LEFT JOIN symbol_files f ON f.doc_id=d.id "
-            "WHERE d.path=?", (path.strip().lstrip("/"),)).fetchone()
-        if row is None:
+            "SELECT d.id,f.error,d.access FROM documents d "
+            "LEFT JOIN symbol_files f ON f.doc_id=d.id WHERE d.path=?", (p,)).fetchone()
+        if row is None or not self._may_read(row[2]):
             raise NotFoundError(f"no file '{path}' in KB '{self.kb.name}'")
         if row[1] is None:
             raise NotFoundError(f"'{path}' is not a source file the symbol index parses")
         rows = self.conn.execute(
             "SELECT start_line,end_line,name,kind,qualname FROM symbols WHERE doc_id=? "
             "ORDER BY start_line,end_line DESC", (row[0],)).fetchall()
-        p = path.strip().lstrip("/")
         return [SymbolHit(self.kb.name, p, a, b, n, k, q, self._line_text(p, a))
                 for a, b, n, k, q in rows], row[1]
 

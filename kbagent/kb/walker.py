@@ -8,7 +8,7 @@ are always skipped, as are symbolic links that lead outside the source root.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,13 @@ def _load_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
 def walk(root: Path) -> Iterator[SourceFile]:
     """Yield ingestible candidate files under ``root`` in a stable (sorted) order."""
     root = root.resolve()
-    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
+    yield from _walk(root, root, [])
+
+
+def _walk(root: Path, start: Path,
+          specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> Iterator[SourceFile]:
+    """The files under ``start`` (a folder in ``root``), ``specs`` being the ignore
+    files of the folders above ``start``."""
 
     def ignored(abspath: Path, is_dir: bool) -> bool:
         for base, spec in specs:
@@ -92,4 +98,71 @@ def walk(root: Path) -> Iterator[SourceFile]:
         if spec is not None:
             specs.pop()
 
-    yield from visit(root)
+    yield from visit(start)
+
+
+def walk_named(root: Path, named: set[str], known: Iterable[str]) -> list[SourceFile]:
+    """What :func:`walk` would yield when only the ``named`` paths (root-relative, as a
+    file watcher reports them) may have changed since the ``known`` files were seen:
+    each named file that is there and not ignored, each named folder walked whole,
+    and every known file not named and not under a named path, assumed still there
+    (size 0: the caller does not read it). Sorted by path."""
+    root = root.resolve()
+    out: dict[str, SourceFile] = {}
+    for rel in named:
+        p = root / rel
+        parts = rel.split("/")
+        try:
+            is_dir = p.is_dir()
+            if (any(x in ALWAYS_SKIP_DIRS for x in parts[:-1])
+                    or _ignored_above(root, parts, is_dir)):
+                continue
+            if p.is_symlink() and not p.resolve().is_relative_to(root):
+                continue
+            if is_dir:
+                if parts[-1] in ALWAYS_SKIP_DIRS or p.is_symlink():
+                    continue
+                specs = _specs_above(root, parts)
+                out.update((sf.path, sf) for sf in _walk(root, p, specs))
+            elif p.is_file() and parts[-1] not in ALWAYS_SKIP_FILES:
+                out[rel] = SourceFile(rel, p, p.stat().st_size)
+        except OSError:
+            continue
+    for rel in known:
+        if not is_named(rel, named) and rel not in out:
+            out[rel] = SourceFile(rel, root / rel, 0)
+    return [out[k] for k in sorted(out)]
+
+
+def is_named(rel: str, named: set[str]) -> bool:
+    """Is ``rel`` one of the ``named`` paths or under one of them?"""
+    if rel in named:
+        return True
+    i = rel.find("/")
+    while i != -1:  # each folder above it
+        if rel[:i] in named:
+            return True
+        i = rel.find("/", i + 1)
+    return False
+
+
+def _specs_above(root: Path, parts: list[str]) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+    """The ignore files of each folder from ``root`` down to the parent of ``parts``."""
+    specs = []
+    for i in range(len(parts)):
+        folder = root.joinpath(*parts[:i])
+        spec = _load_spec(folder)
+        if spec is not None:
+            specs.append((folder, spec))
+    return specs
+
+
+def _ignored_above(root: Path, parts: list[str], is_dir: bool) -> bool:
+    """Is the path (or a folder above it) ignored by an ignore file above it?"""
+    for base, spec in _specs_above(root, parts):
+        below = root.joinpath(*parts).relative_to(base).as_posix().split("/")
+        for j in range(1, len(below) + 1):  # each folder between, then the path itself
+            sub = "/".join(below[:j])
+            if spec.match_file(sub if j == len(below) and not is_dir else sub + "/"):
+                return True
+    return False

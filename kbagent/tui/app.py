@@ -21,10 +21,12 @@ from textual.screen import Screen
 from kbagent.errors import KbagentError
 from kbagent.history import History
 from kbagent.kb.access import ANONYMOUS, Principal
+from kbagent.safe_text import clean
 from kbagent.session import Session, document_chunk_spans, editor_command
 from kbagent.settings import Settings
 from kbagent.tui.ask import AskScreen
 from kbagent.tui.browse import BrowseScreen
+from kbagent.tui.format import literal
 from kbagent.tui.history_screen import HistoryScreen
 from kbagent.tui.search import SearchScreen
 
@@ -101,8 +103,8 @@ class KbApp(App):
         kbs = ", ".join(kb.name for kb in self.session.kbs) or "none"
         model = self.session.llm_description() if not self.llm_error else "no model"
         state = "" if self.session.llm_loaded or self.llm_error else " (loading)"
-        self.sub_title = (f"model: {model}{state} · KBs: {kbs} · as: "
-                          f"{self.session.principal.label}")
+        self.sub_title = literal(f"model: {model}{state} · KBs: {kbs} · as: "
+                                 f"{self.session.principal.label}")
 
     @work(thread=True, exclusive=True, group="llm", exit_on_error=False)
     def load_llm(self) -> None:
@@ -135,6 +137,32 @@ class KbApp(App):
         except KbagentError:
             return None
 
+    def reference_check(self, ref: dict[str, Any]) -> Any | None:
+        """Has the cited text changed since the answer? (kb.provenance.RefCheck)"""
+        from kbagent.kb.provenance import ReferenceChecker
+
+        checker = ReferenceChecker(self.session.settings, self.session.principal,
+                                   kbs={kb.name: kb for kb in self.session.kbs})
+        try:
+            return checker.check(ref)
+        except KbagentError:
+            return None
+        finally:
+            checker.close()
+
+    def answer_checks(self, answer: dict[str, Any]) -> dict[int, Any]:
+        """Reference number -> RefCheck for the cited references of a saved answer."""
+        from kbagent.kb.provenance import ReferenceChecker, cited_chunks
+
+        checker = ReferenceChecker(self.session.settings, self.session.principal,
+                                   kbs={kb.name: kb for kb in self.session.kbs})
+        try:
+            return {int(c.get("n", 0)): checker.check(c) for c in cited_chunks(answer)}
+        except KbagentError:
+            return {}
+        finally:
+            checker.close()
+
     def open_reference(self, ref: dict[str, Any], editor: bool = False) -> None:
         if editor:
             self.open_in_editor(ref)
@@ -154,9 +182,9 @@ class KbApp(App):
             self.notify(str(e), title="Cannot open the document", severity="error")
             return
         source = kb.manifest.get("source", "")
+        outline = code_outline(kb, path, self.session.principal) if chunks else None
         self.push_screen(DocumentScreen(kb_name, path, doc.lines, highlight=lines,
-                                        chunks=spans, source=source,
-                                        outline=code_outline(kb, path) if chunks else None))
+                                        chunks=spans, source=source, outline=outline))
 
     def open_in_editor(self, ref: dict[str, Any]) -> None:
         from pathlib import Path
@@ -219,6 +247,13 @@ class KbApp(App):
         self.switch_mode("ask")
         self.call_after_refresh(lambda: getattr(self.screen, action)())
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification (screens' included: they call this one) shows its text
+        as written: messages quote file names, KB folders and errors."""
+        super().notify(clean(message), title=clean(title), severity=severity,
+                       timeout=timeout, markup=False)
+
     def on_unmount(self) -> None:
         import gc
 
@@ -226,13 +261,13 @@ class KbApp(App):
         gc.enable()  # paused during a run (tui/ask.py pause_collector)
 
 
-def code_outline(kb: Any, path: str) -> list[tuple[int, str, str]]:
+def code_outline(kb: Any, path: str, principal: Principal) -> list[tuple[int, str, str]]:
     """(line, kind, name) of a source file's definitions; [] for other files or a KB
     without a symbol index (the document still opens)."""
     from kbagent.kb.symbol_index import SymbolIndex
 
     try:
-        hits, _ = SymbolIndex(kb).outline(path)
+        hits, _ = SymbolIndex(kb, principal).outline(path)
     except KbagentError:
         return []
     return [(h.line, h.kind, h.qualname or h.name) for h in hits]

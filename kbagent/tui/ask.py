@@ -26,7 +26,7 @@ from kbagent.agent.events import (
 from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import ErrorKind
 from kbagent.errors import KbagentError
-from kbagent.tui.format import reference_detail
+from kbagent.tui.format import plain, reference_detail
 from kbagent.tui.widgets import (
     Badge,
     BadgeRow,
@@ -101,8 +101,8 @@ class Turn(Vertical):
         self.result: Any = None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"❯ {self.question}", classes="question")
-        yield Static(f"route: {self.route}", classes="route")
+        yield Static(plain(f"❯ {self.question}"), classes="question")
+        yield Static(plain(f"route: {self.route}"), classes="route")
         yield self.steps
         yield self.answer
         yield self.notices
@@ -132,7 +132,7 @@ class Turn(Vertical):
         await self.stream.write(fragment)
 
     def notice(self, text: str, kind: str = "info") -> None:
-        self.notices.mount(Static(text, classes=f"notice -{kind}"))
+        self.notices.mount(Static(plain(text), classes=f"notice -{kind}"))
 
     def reference(self, n: int) -> dict[str, Any] | None:
         if self.result is None:
@@ -321,7 +321,13 @@ class AskScreen(Screen):
         if ref is None:
             self.notify(f"no reference [{n}] in this answer", severity="warning")
             return
-        turn.detail.update(reference_detail(ref, self.app.reference_lines(ref)))
+        check = self.app.reference_check(ref)
+        shown = ref
+        if check is not None and str(check.state) == "moved":  # the lines where it is now
+            shown = {**ref, "path": check.now_path, "start_line": check.now_start,
+                     "end_line": check.now_end}
+        turn.detail.update(plain(reference_detail(ref, self.app.reference_lines(shown),
+                                                   check)))
         turn.detail.add_class("-shown")
 
     @on(Badge.Selected)

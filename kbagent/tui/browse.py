@@ -3,6 +3,7 @@ KB's documents, and ingesting a folder with a progress bar (cancellable)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static, 
 from kbagent.agent.cancel import CancelToken
 from kbagent.errors import KbagentError
 from kbagent.kb.views import FileViews
+from kbagent.tui.format import plain
 
 
 class IngestCancelled(Exception):
@@ -79,13 +81,16 @@ class BrowseScreen(Screen):
                 continue
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(i.updated_at))
             kb = open_kbs.get(i.name)
+            if kb is not None:
+                with contextlib.suppress(KbagentError):
+                    kb.refresh()  # follow a generation published since (ingest, --watch)
             if kb is not None:  # counts of what the session's principal may read
                 docs, chunks = kb.store.visible_counts(self.app.session.principal)
                 info_lines.append(f"{i.name}: {docs} documents, {chunks} chunks, "
                                   f"{i.embedding_model}, last ingest {when}")
             else:
                 info_lines.append(f"{i.name}: not open, last ingest {when}")
-            node = tree.root.add(i.name, expand=True, data={"kb": i.name})
+            node = tree.root.add(plain(i.name), expand=True, data={"kb": i.name})
             if kb is None:
                 node.add_leaf("(not open in this session; Ctrl+O reloads)")
                 continue
@@ -96,12 +101,12 @@ class BrowseScreen(Screen):
                 for part in parts[:-1]:
                     key = f"{parent}/{part}" if parent else part
                     if key not in folders:
-                        folders[key] = folders[parent].add(part + "/", expand=True)
+                        folders[key] = folders[parent].add(plain(part + "/"), expand=True)
                     parent = key
-                folders[parent].add_leaf(parts[-1], data={"kb": i.name, "path": path})
+                folders[parent].add_leaf(plain(parts[-1]), data={"kb": i.name, "path": path})
         if not infos:
             info_lines.append("no knowledge base yet: type a folder below and press Enter")
-        self.query_one("#kb-info", Static).update("\n".join(info_lines))
+        self.query_one("#kb-info", Static).update(plain("\n".join(info_lines)))
 
     @on(Tree.NodeSelected, "#kb-tree")
     def open_doc(self, event: Tree.NodeSelected) -> None:
@@ -134,7 +139,8 @@ class BrowseScreen(Screen):
             return
         self._ingest_token = CancelToken()
         self.query_one("#ingest-cancel", Button).disabled = False
-        self.query_one("#ingest-status", Static).update(f"ingesting {folder} into '{name}'…")
+        self.query_one("#ingest-status", Static).update(
+            plain(f"ingesting {folder} into '{name}'…"))
         self.ingest(folder, name, self._ingest_token)
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
@@ -171,7 +177,7 @@ class BrowseScreen(Screen):
     def ingest_done(self, message: str, error: bool = False, name: str = "") -> None:
         self._ingest_token = None
         self.query_one("#ingest-cancel", Button).disabled = True
-        self.query_one("#ingest-status", Static).update(message)
+        self.query_one("#ingest-status", Static).update(plain(message))
         self.notify(message, title="Ingest", severity="error" if error else "information")
         if name:
             session = self.app.session

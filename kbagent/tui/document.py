@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
+from kbagent.tui.format import plain
 from kbagent.tui.widgets import DocumentView
 
 
@@ -44,12 +45,12 @@ class DocumentScreen(Screen):
             where += f"  · lines {self.highlight[0]}-{self.highlight[1]}"
         if self.chunks:
             where += f"  · {len(self.chunks)} chunks"
-        yield Static(where, id="doc-title")
+        yield Static(plain(where), id="doc-title")
         view = DocumentView(self.lines, highlight=self.highlight, chunks=self.chunks,
                             id="document")
         if self.outline:
             with Horizontal():
-                yield OptionList(*(Option(f"{line:>4} {kind} {name}", id=str(line))
+                yield OptionList(*(Option(plain(f"{line:>4} {kind} {name}"), id=str(line))
                                    for line, kind, name in self.outline), id="outline")
                 yield view
         else:

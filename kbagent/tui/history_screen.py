@@ -14,7 +14,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Markdown, Static
 
 from kbagent.errors import KbagentError
-from kbagent.tui.format import excerpt
+from kbagent.safe_text import clean
+from kbagent.tui.format import check_note, excerpt, plain
 from kbagent.tui.widgets import ReferencesPanel, answer_markdown
 
 
@@ -30,7 +31,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(self.question)
+            yield Static(plain(self.question))
             with Horizontal():
                 yield Button("Yes (y)", id="yes", variant="error")
                 yield Button("No (n)", id="no")
@@ -55,16 +56,24 @@ class HistoryEntryScreen(Screen):
         res = e.result
         yield Header()
         with VerticalScroll(id="entry"):
-            yield Static(f"❯ {e.question}", classes="question")
-            yield Static(f"{e.status} · mode {e.mode} · KBs {', '.join(e.kbs)}", classes="route")
+            yield Static(plain(f"❯ {e.question}"), classes="question")
+            yield Static(plain(f"{e.status} · mode {e.mode} · KBs {', '.join(e.kbs)}"),
+                         classes="route")
             for s in res.get("steps", []):
                 what = f"{s['action']}({s.get('args') or ''})" if s.get("action") else "answer"
-                yield Static(f"{s['step']}. {what}  {s.get('summary') or ''}", classes="past-step")
+                yield Static(plain(f"{s['step']}. {what}  {s.get('summary') or ''}"),
+                             classes="past-step")
             md = "".join(answer_markdown(x["text"] + " ", x.get("supported"))
-                         for x in res.get("sentences", [])) or e.answer
+                         for x in res.get("sentences", [])) or clean(e.answer)
             yield Markdown(md, open_links=False, classes="answer")
+            checks = self.app.answer_checks(res)
+            stale = [c for c in checks.values() if c.stale]
+            if stale:
+                yield Static("\n".join(["⚠ the sources changed since this answer:"] + [
+                    f"[{c.n}] {c.path}:{c.start_line}-{c.end_line}: {check_note(c)[2:]}"
+                    for c in stale]), classes="stale-sources", markup=False)
             if res.get("references"):
-                yield ReferencesPanel(res["references"], classes="refs-tree")
+                yield ReferencesPanel(res["references"], checks, classes="refs-tree")
         yield Footer()
 
     def action_rerun(self) -> None:
@@ -93,6 +102,9 @@ class HistoryScreen(Screen):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries: list[Any] = []
+        # (entry id, the KBs' live generations) -> its status cell: a search typed
+        # letter by letter re-lists the entries without checking them again
+        self._marks: dict[tuple[int, tuple[str, ...]], str] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -121,8 +133,30 @@ class HistoryScreen(Screen):
         for e in self.entries:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.asked_at)) \
                 if self.app.timings else "—"
-            table.add_row(when, excerpt(e.question, 50), e.status, excerpt(e.answer, 60),
-                          key=str(e.id))
+            table.add_row(when, plain(excerpt(e.question, 50)), self._status(e),
+                          plain(excerpt(e.answer, 60)), key=str(e.id))
+
+    def _status(self, e: Any) -> str:
+        """The entry's status, marked when a cited source changed since the answer."""
+        from kbagent.kb.knowledge_base import current_generation
+
+        key = (e.id, tuple(current_generation(kb.dir) or "" for kb in self.app.session.kbs))
+        if key not in self._marks:
+            self._marks[key] = self._check(e)
+        return self._marks[key]
+
+    def _check(self, e: Any) -> str:
+        try:
+            checks = self.app.answer_checks(self.app.history.get(e.id).result)
+        except KbagentError:
+            return str(e.status)
+        stale = [c for c in checks.values() if c.stale]
+        if not stale:
+            return str(e.status)
+        from kbagent.kb.provenance import SEVERITY
+
+        worst = max((c.state for c in stale), key=lambda s: SEVERITY[s])
+        return f"{e.status} ⚠ {worst}"
 
     @on(Input.Changed, "#history-search")
     def search_changed(self) -> None:

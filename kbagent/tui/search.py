@@ -13,7 +13,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbagent.errors import KbagentError
-from kbagent.tui.format import excerpt
+from kbagent.tui.format import excerpt, plain
 
 DEBOUNCE_S = 0.25
 
@@ -68,7 +68,7 @@ class SearchScreen(Screen):
     def search(self, query: str) -> None:
         if not query.strip():
             return
-        self.query_one("#status", Static).update(f"searching {query!r}…")
+        self.query_one("#status", Static).update(plain(f"searching {query!r}…"))
         self.run_search(query)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
@@ -86,7 +86,7 @@ class SearchScreen(Screen):
     def show(self, message: SearchDone) -> None:
         status = self.query_one("#status", Static)
         if message.error:
-            status.update(f"search failed: {message.error}")
+            status.update(plain(f"search failed: {message.error}"))
             return
         if message.query != self.query_one("#query", Input).value:
             return  # an older query's answer: a newer search is on its way
@@ -97,11 +97,11 @@ class SearchScreen(Screen):
         multi = len(self.app.session.kbs) > 1
         for i, h in enumerate(result.hits, 1):
             where = (f"{h.kb}:" if multi else "") + f"{h.path}:{h.start_line}-{h.end_line}"
-            table.add_row(str(i), where, f"{h.score:.4f}", f"#{h.bm25_rank}" if h.bm25_rank
-                          else "-", f"#{h.vector_rank}" if h.vector_rank else "-",
-                          excerpt(h.text, 60), key=str(i))
+            table.add_row(str(i), plain(where), f"{h.score:.4f}", f"#{h.bm25_rank}"
+                          if h.bm25_rank else "-", f"#{h.vector_rank}" if h.vector_rank
+                          else "-", plain(excerpt(h.text, 60)), key=str(i))
         failed = "".join(f"; KB '{n}' failed" for n in result.failed_kbs)
-        status.update(f"{len(result.hits)} results for {message.query!r}{failed}")
+        status.update(plain(f"{len(result.hits)} results for {message.query!r}{failed}"))
 
     @on(DataTable.RowSelected, "#results")
     def open_hit(self, event: DataTable.RowSelected) -> None:

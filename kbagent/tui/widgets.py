@@ -13,7 +13,8 @@ from textual.message import Message
 from textual.widgets import Collapsible, Static, TextArea, Tree
 
 from kbagent.agent.kinds import StepKind
-from kbagent.tui.format import excerpt, ref_location
+from kbagent.safe_text import clean
+from kbagent.tui.format import excerpt, literal, plain, ref_location
 
 _MARKER = re.compile(r"\[(\d+)\]")
 _LEAD = re.compile(r"^(\s*(?:[-*+]|\d+[.)])?\s*)(.*?)(\s*)$", re.S)
@@ -53,7 +54,7 @@ class Card(Static, can_focus=True):
             self.question = question
 
     def __init__(self, kind: str, question: str, **kwargs: Any) -> None:
-        super().__init__(Text.assemble((kind + "\n", "bold"), question), **kwargs)
+        super().__init__(Text.assemble((kind + "\n", "bold"), clean(question)), **kwargs)
         self.question = question
 
     def action_choose(self) -> None:
@@ -80,7 +81,7 @@ class Badge(Static, can_focus=True):
     def __init__(self, ref: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(f"[{ref['n']}]", **kwargs)
         self.n = int(ref["n"])
-        self.tooltip = f"{ref_location(ref)}\n{excerpt(ref.get('excerpt', ''), 200)}"
+        self.tooltip = plain(f"{ref_location(ref)}\n{excerpt(ref.get('excerpt', ''), 200)}")
         if ref.get("supported") is False:
             self.add_class("-unsupported")
 
@@ -112,11 +113,12 @@ class StepPanel(Collapsible):
     def _heading(self, extra: str = "") -> str:
         kinds = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
                  StepKind.ANSWER: "answer", StepKind.FORCED_FINAL: "final answer (forced)"}
-        return f"{self.step}. {kinds.get(self.kind, self.kind)}" + (f" · {extra}" if extra else "")
+        return f"{self.step}. {kinds.get(self.kind, self.kind)}" + (f" · {literal(extra)}"
+                                                                  if extra else "")
 
     def add_thought(self, text: str) -> None:
         self._thought_text += text
-        self.thought.update(Text(self._thought_text.strip(), style="italic"))
+        self.thought.update(plain(self._thought_text.strip(), style="italic"))
 
     def set_action(self, tool: str, args: dict[str, Any]) -> None:
         self.tool = tool
@@ -126,7 +128,7 @@ class StepPanel(Collapsible):
     def set_observation(self, ev: Any, timings: bool) -> None:
         cost = f" · {ev.tokens} tok · {ev.ms:.0f} ms" if timings else ""
         self.title = self._heading(f"{self.tool}({self.args}){cost}")
-        text = Text(ev.summary + "\n", style="bold" if ev.ok else "bold red")
+        text = plain(ev.summary + "\n", style="bold" if ev.ok else "bold red")
         for line in observation_hits(ev):
             text.append_text(line)
             text.append("\n")
@@ -142,7 +144,7 @@ def observation_hits(ev: Any, limit: int = 8) -> list[Text]:
     texts = re.findall(r"^\[(?:\d+|not citable[^\]]*)\] (.*)$", ev.text or "", re.M)
     for i, src in enumerate(ev.sources[:limit]):
         snippet = excerpt(texts[i], 80) if len(texts) == len(ev.sources) else ""
-        out.append(Text.assemble((f"  {src}", "cyan"), ("  " + snippet, "dim")))
+        out.append(Text.assemble((clean(f"  {src}"), "cyan"), (clean("  " + snippet), "dim")))
     if len(ev.sources) > limit:
         out.append(Text(f"  … {len(ev.sources) - limit} more", style="dim"))
     return out
@@ -150,8 +152,8 @@ def observation_hits(ev: Any, limit: int = 8) -> list[Text]:
 
 def answer_markdown(text: str, supported: bool | None) -> str:
     """One answer sentence as Markdown: ``[n]`` become links (badges); a sentence the
-    support check rejected is italic and marked."""
-    text = _MARKER.sub(lambda m: f"[\\[{m.group(1)}\\]](ref:{m.group(1)})", text)
+    support check rejected is italic and marked. Control sequences are removed."""
+    text = _MARKER.sub(lambda m: f"[\\[{m.group(1)}\\]](ref:{m.group(1)})", clean(text))
     if supported is False:
         m = _LEAD.match(text)
         if m and m.group(2):
@@ -172,16 +174,21 @@ class ReferencesPanel(Tree[dict]):
             super().__init__()
             self.ref, self.editor = ref, editor
 
-    def __init__(self, references: list[dict[str, Any]], **kwargs: Any) -> None:
+    def __init__(self, references: list[dict[str, Any]], checks: dict[int, Any] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__("references", **kwargs)
         self.show_root = False
+        checks = checks or {}  # n -> kb.provenance.RefCheck: what became of the source
         for doc in references:
-            node = self.root.add(f"{doc['kb']}:{doc['path']}", expand=True,
+            node = self.root.add(plain(f"{doc['kb']}:{doc['path']}"), expand=True,
                                  data={"doc": doc})
             for c in doc["chunks"]:
                 mark = " ⚠" if c.get("supported") is False else ""
-                node.add_leaf(f"[{c['n']}] lines {c['start_line']}-{c['end_line']} · "
-                              f"score {c.get('score') or 0:.3f}{mark}", data=c)
+                check = checks.get(c["n"])
+                if check is not None and check.stale:
+                    mark += f" · {check.state} since the answer"
+                node.add_leaf(plain(f"[{c['n']}] lines {c['start_line']}-{c['end_line']} · "
+                                    f"score {c.get('score') or 0:.3f}{mark}"), data=c)
 
     def _ref(self) -> dict[str, Any] | None:
         node = self.cursor_node
@@ -226,7 +233,7 @@ class DocumentView(VerticalScroll):
             self.rows_before[ln.number] = row
             hit = lo <= ln.number <= hi
             text.append(f"{ln.number:>{width}}│ ", style="bold yellow" if hit else "dim")
-            text.append(ln.text + "\n", style="on #3a3a00" if hit else "")
+            text.append(clean(ln.text) + "\n", style="on #3a3a00" if hit else "")
             row += 1
         return text
 

@@ -43,13 +43,16 @@ class ContextFull(BackendError):
 @dataclass(frozen=True)
 class Request:
     """One generation: the messages, an optional GBNF grammar, stop sequences, a token
-    limit and a cancel token. The defaults live here, once, for every backend."""
+    limit, a cancel token and a deadline (``time.perf_counter()`` seconds: a backend
+    that blocks, on an HTTP read, gives up then and ends the stream as aborted). The
+    defaults live here, once, for every backend."""
 
     messages: list[Message]
     grammar: str | None = None
     stop: list[str] | None = None
     max_tokens: int = 256
     cancel: CancelToken | None = None
+    deadline: float | None = None
 
 
 class LLM(Protocol):
@@ -69,15 +72,21 @@ class LLM(Protocol):
         stop: list[str] | None = None,
         max_tokens: int = 256,
         cancel: CancelToken | None = None,
+        deadline: float | None = None,
     ) -> Generator[str, None, Completion]:
         """Yield text pieces as they are generated; return the :class:`Completion`.
         Closing the generator early stops generation (cancel, time limit); a
-        cancelled ``cancel`` token stops it too, even while the backend blocks."""
-        return self.generate(Request(messages, grammar, stop, max_tokens, cancel))
+        cancelled ``cancel`` token or a passed ``deadline`` stops it too, even while
+        the backend blocks (the completion's finish reason is then ``aborted``)."""
+        return self.generate(Request(messages, grammar, stop, max_tokens, cancel, deadline))
 
     def generate(self, req: Request) -> Generator[str, None, Completion]:
         """The backend's generation of ``req`` (see :meth:`stream`)."""
         ...
+
+    def close(self) -> None:
+        """Free the backend's resources (a loaded model) now rather than at interpreter
+        exit, when the libraries they need may already be gone. Idempotent."""
 
 
 def complete(llm: LLM, messages: list[Message], **kwargs: Any) -> Completion:

@@ -10,6 +10,7 @@ KV cache; ``Completion.prompt_evaluated`` reports how many tokens were new.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from collections.abc import Generator
@@ -61,6 +62,31 @@ def resolve_model_path(name: str) -> Path:
 # llama.cpp context and must never generate in it at the same time.
 _MODELS: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
+_USERS: dict[tuple[str, int, int, int], int] = {}  # open LlamaCppLLM instances per model
+
+
+def _free(llm: Any) -> None:
+    """Free a llama.cpp model now. Left to ``Llama.__del__`` at interpreter exit, the
+    free runs after llama_cpp's module globals are gone and prints
+    ``Exception ignored in: Llama.__del__ ... 'NoneType' object is not callable``."""
+    close = getattr(llm, "close", None)
+    if close is not None:
+        close()
+
+
+@atexit.register
+def close_all() -> None:
+    """Free every cached model (at exit: the models no caller closed)."""
+    with _MODELS_LOCK:
+        models = list(_MODELS.values())
+        _MODELS.clear()
+        _USERS.clear()
+    for model, lock in models:
+        if lock.acquire(timeout=5):  # never under a generation still running in a thread
+            try:
+                _free(model)
+            finally:
+                lock.release()
 
 
 MIN_GENERATION = 64  # fewer tokens of room than this (or than asked) is a full context
@@ -84,6 +110,9 @@ class LlamaCppLLM(LLM):
             if cached is None:
                 cached = (self._load(model_path, n_ctx, n_threads, seed), threading.Lock())
                 _MODELS[key] = cached
+            _USERS[key] = _USERS.get(key, 0) + 1
+        self._key = key
+        self._closed = False
         self._llm, self._lock = cached
         self.context_length = int(self._llm.n_ctx())
         md = self._llm.metadata or {}
@@ -123,6 +152,23 @@ class LlamaCppLLM(LLM):
         out = self._formatter(messages=chat)
         stop = out.stop if isinstance(out.stop, list) else ([out.stop] if out.stop else [])
         return out.prompt, stop
+
+    def close(self) -> None:
+        """Let go of the model; the last instance using it frees it (after any
+        generation in progress). Idempotent."""
+        with _MODELS_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            left = _USERS.get(self._key, 0) - 1
+            if left > 0:
+                _USERS[self._key] = left
+                return
+            _USERS.pop(self._key, None)
+            cached = _MODELS.pop(self._key, None)
+        if cached is not None:
+            with cached[1]:
+                _free(cached[0])
 
     def reset_cache(self) -> None:
         """Forget the KV cache (the next prompt is evaluated in full)."""

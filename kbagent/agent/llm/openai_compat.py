@@ -11,6 +11,7 @@ named by the ``llm_api_key_env`` setting, never from a flag.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -21,7 +22,9 @@ from collections.abc import Generator
 from typing import Any
 
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Request, apply_stop
+from kbagent.agent.llm.http_stream import ReadGuard, open_guarded
 from kbagent.errors import BackendError, BadInputError
+from kbagent.text import shorten
 
 # how vLLM, llama-server, Ollama and OpenAI word a request that does not fit
 _CONTEXT_ERROR = re.compile(r"context (length|size|window)|exceeds? the (available )?context|"
@@ -50,7 +53,7 @@ class OpenAICompatLLM(LLM):
                    os.environ.get(settings.llm_api_key_env, ""), settings.temperature,
                    settings.seed, context_length=settings.n_ctx)
 
-    def _request(self, body: dict[str, Any]) -> Any:
+    def _request(self, body: dict[str, Any], guard: ReadGuard) -> Any:
         req = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode(),
@@ -58,7 +61,7 @@ class OpenAICompatLLM(LLM):
                      **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
             method="POST",
         )
-        return urllib.request.urlopen(req, timeout=self.timeout)
+        return open_guarded(req, guard, self.timeout)
 
     def _http_failure(self, e: urllib.error.HTTPError) -> BackendError:
         """The error for an HTTP error answer: ContextFull when the server says the
@@ -68,9 +71,33 @@ class OpenAICompatLLM(LLM):
             return ContextFull(f"LLM server {self.base_url}: {detail}")
         return BackendError(f"LLM server {self.base_url} answered HTTP {e.code}: {detail}")
 
+    def _open(self, body: dict[str, Any], guard: ReadGuard) -> Any:
+        """The streaming response; None when the guard fired (cancel or deadline)
+        before it came."""
+        try:
+            try:
+                return self._request(body, guard)
+            except urllib.error.HTTPError as e:
+                failure = self._http_failure(e)
+                if (isinstance(failure, ContextFull) or "grammar" not in body
+                        or e.code not in (400, 422)):
+                    raise failure from e
+                self.supports_grammar = False
+                body.pop("grammar")
+                try:
+                    return self._request(body, guard)
+                except urllib.error.HTTPError as e2:
+                    raise self._http_failure(e2) from e2
+        except BackendError:
+            raise
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
+            if guard.ended():
+                return None
+            reason = getattr(e, "reason", e)
+            raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e
+
     def generate(self, req: Request) -> Generator[str, None, Completion]:
-        messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,
-                                                       req.max_tokens, req.cancel)
+        messages, grammar, stop, max_tokens = req.messages, req.grammar, req.stop, req.max_tokens
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_dict() for m in messages],
@@ -85,77 +112,86 @@ class OpenAICompatLLM(LLM):
         if grammar and self.supports_grammar:
             body["grammar"] = grammar
         started = time.perf_counter()
-        try:
-            resp = self._request(body)
-        except urllib.error.HTTPError as e:
-            failure = self._http_failure(e)
-            if not isinstance(failure, ContextFull) and "grammar" in body and e.code in (400, 422):
-                self.supports_grammar = False
-                body.pop("grammar")
-                try:
-                    resp = self._request(body)
-                except urllib.error.HTTPError as e2:
-                    raise self._http_failure(e2) from e2
-                except (urllib.error.URLError, OSError) as e2:
-                    raise BackendError(f"LLM server {self.base_url} failed: {e2}") from e2
-            else:
-                raise failure from e
-        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise BackendError(f"cannot reach LLM server at {self.base_url}: {reason}") from e
         text, finish, usage, events = "", "stop", None, 0
-        # a cancel closes the response from the cancelling thread: the blocked read
-        # below returns or raises at once instead of waiting for the next token
-        unregister = cancel.on_cancel(lambda: _shut(resp)) if cancel is not None else None
-        try:
-            with resp:
-                for raw in resp:
-                    line = raw.decode("utf-8", errors="replace").strip()
-                    if not line.startswith("data:"):
-                        continue
-                    events += 1
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    try:
-                        chunk = json.loads(data)
-                    except json.JSONDecodeError:
-                        continue
-                    usage = chunk.get("usage") or usage
-                    for choice in chunk.get("choices") or []:
-                        piece = (choice.get("delta") or {}).get("content") or ""
+        # a cancel or the run's deadline shuts the connection down from another thread:
+        # a read blocked on a server that stopped sending returns at once
+        with ReadGuard(req.cancel, req.deadline) as guard:
+            resp = self._open(body, guard)
+            try:
+                with contextlib.nullcontext() if resp is None else resp:
+                    for raw in resp or ():
+                        line = raw.decode("utf-8", errors="replace").strip()
+                        if not line.startswith("data:"):
+                            continue
+                        events += 1
+                        data = line[5:].strip()
+                        if data == "[DONE]":
+                            break
+                        try:
+                            chunk = json.loads(data)
+                        except json.JSONDecodeError:
+                            continue
+                        piece, ended, usage_now = self._event(chunk, data)
+                        usage = usage_now or usage
+                        finish = ended or finish
                         if piece:
                             text += piece
                             yield piece
-                        if choice.get("finish_reason"):
-                            finish = choice["finish_reason"]
-        except (TimeoutError, OSError, ValueError) as e:
-            if cancel is None or not cancel.cancelled:
-                raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
-        finally:
-            if unregister is not None:
-                unregister()
-        if cancel is not None and cancel.cancelled:
+            except (TimeoutError, OSError, ValueError, http.client.HTTPException) as e:
+                if not guard.ended():
+                    raise BackendError(f"LLM server {self.base_url} stream broke: {e}") from e
+        if guard.ended():
             finish = "aborted"
         elif not events:  # llama_cpp.server fails this way when a prompt exceeds its context
             raise BackendError(f"LLM server {self.base_url} closed the stream without an "
                                "answer (a prompt longer than its context window?)")
         ms = (time.perf_counter() - started) * 1000
         text, _ = apply_stop(text, stop)
-        prompt_tokens = int((usage or {}).get("prompt_tokens") or
-                            sum(len(m.content) for m in messages) // 4)
-        completion_tokens = int((usage or {}).get("completion_tokens") or max(1, len(text) // 4))
+        prompt_tokens = _count(usage, "prompt_tokens", sum(len(m.content) for m in messages) // 4)
+        completion_tokens = _count(usage, "completion_tokens", max(1, len(text) // 4))
         return Completion(text, prompt_tokens, prompt_tokens, completion_tokens, finish, ms)
 
+    def _event(self, chunk: Any, data: str) -> tuple[str, str, dict[str, Any] | None]:
+        """(text, finish reason or "", usage or None) of one streamed event. A shape
+        no OpenAI-compatible server sends is a BackendError naming it, never a crash."""
+        def malformed(what: str) -> BackendError:
+            return BackendError(f"LLM server {self.base_url} sent a malformed stream event "
+                                f"({what}): {shorten(data, 120)!r}")
 
-def _shut(resp: Any) -> None:
-    """Unblock a read on ``resp`` from another thread: shut its socket down (a plain
-    close() does not wake a thread blocked in recv), then close it."""
-    import socket
+        if not isinstance(chunk, dict):
+            raise malformed("not a JSON object")
+        if chunk.get("error") and not chunk.get("choices"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise BackendError(f"LLM server {self.base_url} failed: "
+                               f"{shorten(str(message), 300)}")
+        usage = chunk.get("usage")
+        if usage is not None and not isinstance(usage, dict):
+            raise malformed("'usage' is not an object")
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise malformed("'choices' is not a list")
+        text, finish = "", ""
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise malformed("a choice is not an object")
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise malformed("'delta' is not an object")
+            content = delta.get("content") or ""
+            if not isinstance(content, str):
+                raise malformed("'content' is not a string")
+            text += content
+            if choice.get("finish_reason"):
+                finish = str(choice["finish_reason"])
+        return text, finish, usage
 
-    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
-    if sock is None:
-        resp.close()
-        return
-    with contextlib.suppress(OSError):  # the reading thread's `with resp` then closes it
-        sock.shutdown(socket.SHUT_RDWR)
+
+def _count(usage: dict[str, Any] | None, key: str, fallback: int) -> int:
+    """A token count from the server's usage, or ``fallback`` when it sent none or junk."""
+    value = (usage or {}).get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return fallback
+    return int(value) or fallback
+
+
