@@ -163,9 +163,11 @@ def test_pg_incremental_ingest_keeps_document_frequencies_exact(settings, make_f
     assert rep.summary()["unchanged"] == len(DOCS) - 2
     with psycopg.connect(pg_dsn) as conn:
         wrong = conn.execute(
-            "SELECT count(*) FROM (SELECT term, count(*) AS n FROM kbagent_postings "
-            "WHERE kb='pginc' GROUP BY term) p FULL JOIN (SELECT term, df FROM kbagent_terms "
-            "WHERE kb='pginc') t USING (term) WHERE p.n IS DISTINCT FROM t.df").fetchone()[0]
+            "SELECT count(*) FROM (SELECT p.term, c.groups, count(*) AS n FROM "
+            "kbagent_postings p JOIN kbagent_chunks c ON c.kb=p.kb AND c.id=p.chunk_id "
+            "WHERE p.kb='pginc' GROUP BY p.term, c.groups) p FULL JOIN (SELECT term, groups, "
+            "df FROM kbagent_terms WHERE kb='pginc') t USING (term, groups) "
+            "WHERE p.n IS DISTINCT FROM t.df").fetchone()[0]
         total = conn.execute("SELECT n_chunks, total_tokens FROM kbagent_kbs WHERE kb='pginc'"
                              ).fetchone()
         actual = conn.execute("SELECT count(*), sum(n_tokens) FROM kbagent_chunks "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -204,7 +205,9 @@ def _candidates(kb: _Kb, ref: dict[str, Any], exclude: str) -> list[str]:
     """Documents that may hold the cited text, without reading them all: the ones
     with the old content hash (a pure rename) first, then the ones whose stored
     text has the longest words of the reference's excerpt (at most 50)."""
-    conn = kb.store.conn
+    conn = getattr(kb.store, "conn", None)
+    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL KB: not searched (yet)
+        return []
     out = [r[0] for r in conn.execute("SELECT path FROM documents WHERE content_hash = ? "
                                       "AND path != ? ORDER BY path",
                                       (str(ref.get("doc_hash", "")), exclude))]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from psycopg import sql
 
 from kbagent.errors import BadInputError, KbBusyError
 from kbagent.kb.access import index_tokens, load_access_rules, parse_access_rules
@@ -154,15 +155,17 @@ class PgIngestor(Ingestor):
 
     # ------------------------------------------------------------ writes
     def _clear(self, conn: Any) -> None:
-        conn.execute("DELETE FROM kbagent_documents WHERE kb=%s", (self.name,))
-        conn.execute("DELETE FROM kbagent_terms WHERE kb=%s", (self.name,))
+        for table in ("kbagent_documents", "kbagent_terms", "kbagent_groupstats"):
+            conn.execute(sql.SQL("DELETE FROM {} WHERE kb=%s").format(sql.Identifier(table)),
+                         (self.name,))
 
     def _delete(self, conn: Any, gone: list[int]) -> None:
         conn.execute(
-            "WITH x AS (SELECT p.term, count(*) AS n FROM kbagent_postings p JOIN kbagent_chunks c"
-            " ON c.kb=p.kb AND c.id=p.chunk_id WHERE c.kb=%(kb)s AND c.doc_id = ANY(%(ids)s) "
-            "GROUP BY p.term) UPDATE kbagent_terms t SET df = t.df - x.n FROM x "
-            "WHERE t.kb=%(kb)s AND t.term=x.term", {"kb": self.name, "ids": gone})
+            "WITH x AS (SELECT p.term, c.groups, count(*) AS n FROM kbagent_postings p "
+            "JOIN kbagent_chunks c ON c.kb=p.kb AND c.id=p.chunk_id WHERE c.kb=%(kb)s AND "
+            "c.doc_id = ANY(%(ids)s) GROUP BY p.term, c.groups) UPDATE kbagent_terms t "
+            "SET df = t.df - x.n FROM x WHERE t.kb=%(kb)s AND t.term=x.term "
+            "AND t.groups=x.groups", {"kb": self.name, "ids": gone})
         conn.execute("DELETE FROM kbagent_terms WHERE kb=%s AND df <= 0", (self.name,))
         conn.execute("DELETE FROM kbagent_documents WHERE kb=%s AND id = ANY(%s)",
                      (self.name, gone))
@@ -178,7 +181,7 @@ class PgIngestor(Ingestor):
         doc_ids = self._ids(conn, "kbagent_documents_id_seq", len(pending))
         chunk_ids = self._ids(conn, "kbagent_chunks_id_seq", sum(len(p.chunks) for p in pending))
         now = time.time()
-        df: Counter[str] = Counter()
+        df: Counter[tuple[str, tuple[str, ...]]] = Counter()  # (term, groups) -> chunks
         with conn.cursor().copy(
                 "COPY kbagent_documents(kb,id,path,title,format,language,content_hash,size,"
                 "access,text,line_map,n_chunks,ingested_at) FROM STDIN") as cp:
@@ -198,7 +201,7 @@ class PgIngestor(Ingestor):
                     cid = next(it)
                     tokens = self.analyzer.analyze(ch.index_text(p.doc.title))
                     tf = Counter(tokens)
-                    df.update(tf.keys())
+                    df.update((t, tuple(groups)) for t in tf)
                     postings += [(t, cid, n, len(tokens)) for t, n in tf.items()]
                     cp.write_row((self.name, cid, did, ch.ordinal, ch.start_line, ch.end_line,
                                   ch.heading, ch.text, h, groups, len(tokens),
@@ -207,13 +210,14 @@ class PgIngestor(Ingestor):
                 "COPY kbagent_postings(kb,term,chunk_id,tf,n_tokens) FROM STDIN") as cp:
             for t, cid, n, length in postings:
                 cp.write_row((self.name, t, cid, n, length))
-        conn.execute("CREATE TEMP TABLE kbagent_df(term text, df integer) ON COMMIT DROP")
-        with conn.cursor().copy("COPY kbagent_df(term, df) FROM STDIN") as cp:
-            for t, n in df.items():
-                cp.write_row((t, n))
-        conn.execute("INSERT INTO kbagent_terms(kb, term, df) SELECT %s, term, df FROM kbagent_df"
-                     " ON CONFLICT (kb, term) DO UPDATE SET df = kbagent_terms.df + EXCLUDED.df",
-                     (self.name,))
+        conn.execute("CREATE TEMP TABLE kbagent_df(term text, groups text[], df integer) "
+                     "ON COMMIT DROP")
+        with conn.cursor().copy("COPY kbagent_df(term, groups, df) FROM STDIN") as cp:
+            for (t, g), n in df.items():
+                cp.write_row((t, list(g), n))
+        conn.execute("INSERT INTO kbagent_terms(kb, term, groups, df) SELECT %s, term, groups, "
+                     "df FROM kbagent_df ON CONFLICT (kb, term, groups) DO UPDATE "
+                     "SET df = kbagent_terms.df + EXCLUDED.df", (self.name,))
 
     def _finish(self, conn: Any, manifest: dict[str, Any]) -> tuple[int, int]:
         docs, chunks, tokens = conn.execute(
@@ -221,6 +225,10 @@ class PgIngestor(Ingestor):
             "coalesce(sum(n_tokens), 0) FROM kbagent_chunks WHERE kb=%(kb)s",
             {"kb": self.name}).fetchone()
         manifest.update(documents=int(docs), chunks=int(chunks), store="postgresql")
+        conn.execute("DELETE FROM kbagent_groupstats WHERE kb=%s", (self.name,))
+        conn.execute("INSERT INTO kbagent_groupstats(kb, groups, n_chunks, total_tokens) "
+                     "SELECT kb, groups, count(*), sum(n_tokens) FROM kbagent_chunks "
+                     "WHERE kb=%s GROUP BY kb, groups", (self.name,))
         from psycopg.types.json import Jsonb
 
         conn.execute(
@@ -246,6 +254,7 @@ def remove_pg_kb(name: str, dsn: str) -> None:
             conn.execute("DELETE FROM kbagent_kbs WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_documents WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_terms WHERE kb=%s", (name,))
+            conn.execute("DELETE FROM kbagent_groupstats WHERE kb=%s", (name,))
         drop_hnsw_indexes(conn, name)
     finally:
         conn.close()

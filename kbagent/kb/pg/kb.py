@@ -34,11 +34,13 @@ EF_SEARCH = 128  # as the local usearch index's expansion_search
 Evidence = tuple[int, int | None, float | None, int | None, float | None]
 
 _BM25 = """
-st AS (SELECT n_chunks::float8 AS n,
-              greatest(total_tokens::float8 / greatest(n_chunks, 1), 1e-9) AS avgdl
-       FROM kbagent_kbs WHERE kb = {kb}),
-w AS (SELECT t.term, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-      FROM kbagent_terms t, st WHERE t.kb = {kb} AND t.term = ANY(%(terms)s)),
+st AS (SELECT coalesce(sum(n_chunks), 0)::float8 AS n,
+              greatest(coalesce(sum(total_tokens), 0)::float8
+                       / greatest(coalesce(sum(n_chunks), 0), 1), 1e-9) AS avgdl
+       FROM kbagent_groupstats g WHERE kb = {kb} AND {gallowed}),
+w AS (SELECT t.term, ln(1 + (st.n - sum(t.df) + 0.5) / (sum(t.df) + 0.5)) AS idf
+      FROM kbagent_terms t, st WHERE t.kb = {kb} AND t.term = ANY(%(terms)s) AND {tallowed}
+      GROUP BY t.term, st.n),
 a AS (SELECT p.chunk_id AS id,
              sum(w.idf * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.n_tokens / st.avgdl)))
                AS s
@@ -78,10 +80,10 @@ SESSION = ("SET hnsw.iterative_scan = relaxed_order; "
            f"SET hnsw.ef_search = {EF_SEARCH}")
 
 
-def _allowed(principal: Principal | None) -> tuple[str, list[str]]:
+def _allowed(principal: Principal | None, alias: str = "c") -> tuple[str, list[str]]:
     if principal is None:
         return "true", []
-    return "c.groups && %(allowed)s::text[]", allowed_tokens(principal)
+    return f"{alias}.groups && %(allowed)s::text[]", allowed_tokens(principal)
 
 
 class PgStore:
@@ -147,6 +149,11 @@ class PgStore:
         return {r[0]: list(r[1]) for r in self._rows(
             "SELECT path, access FROM kbagent_documents WHERE kb=%s ORDER BY path",
             (self.name,))}
+
+    def visible_bytes(self, principal: Principal) -> int:
+        return sum(int(size) for access, size in self._rows(
+            "SELECT access, size FROM kbagent_documents WHERE kb=%s", (self.name,))
+            if may_read(principal, list(access)))
 
     def visible_counts(self, principal: Principal) -> tuple[int, int]:
         docs = chunks = 0
@@ -301,7 +308,9 @@ class PgKnowledgeBase:
         kb = sql.Literal(self.name)  # a literal: the planner matches the KB's partial index
         parts = [
             sql.SQL(_BM25).format(kb=kb, allowed=sql.SQL(allowed), k1=sql.Literal(K1),
-                                  b=sql.Literal(B), k1p1=sql.Literal(K1 + 1))
+                                  b=sql.Literal(B), k1p1=sql.Literal(K1 + 1),
+                                  gallowed=sql.SQL(_allowed(principal, "g")[0]),
+                                  tallowed=sql.SQL(_allowed(principal, "t")[0]))
             if terms else sql.SQL(_EMPTY["br"]),
             sql.SQL(_VECTOR).format(kb=kb, allowed=sql.SQL(allowed), dim=sql.Literal(self.dim))
             if use_vec else sql.SQL(_EMPTY["vr"]),

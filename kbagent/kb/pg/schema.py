@@ -5,10 +5,12 @@ can be distributed on Citus by ``kb`` with their rows co-located (see
 ``docs/scaling.md``). Chunk vectors are a ``vector`` column of any dimension;
 each KB gets its own partial HNSW index over ``embedding::vector(dim)``.
 
-BM25 is computed exactly from ``kbagent_postings`` (term frequency per chunk,
-the sparse term vector), ``kbagent_terms`` (document frequency per term) and
-the chunk lengths and totals in ``kbagent_chunks`` / ``kbagent_kbs``; the
-terms come from the same analyzer as the local tantivy index.
+BM25 is computed exactly from ``kbagent_postings`` (term frequency and chunk
+length per chunk, the sparse term vector), ``kbagent_terms`` (document
+frequency per term and access-group set) and ``kbagent_groupstats`` (chunks and
+tokens per access-group set): the statistics of the chunks the caller may read,
+as the local store computes them; the terms come from the same analyzer as the
+local tantivy index.
 """
 
 from __future__ import annotations
@@ -75,11 +77,22 @@ CREATE TABLE IF NOT EXISTS kbagent_postings(
     FOREIGN KEY (kb, chunk_id) REFERENCES kbagent_chunks(kb, id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS kbagent_postings_chunk ON kbagent_postings(kb, chunk_id);
+-- document frequency per term AND per access-group set, so a caller's BM25 counts only
+-- the chunks it may read (as the local store does): df = sum over its group sets
 CREATE TABLE IF NOT EXISTS kbagent_terms(
     kb text NOT NULL,
     term text NOT NULL,
+    groups text[] NOT NULL,
     df integer NOT NULL,
-    PRIMARY KEY (kb, term)
+    PRIMARY KEY (kb, term, groups)
+);
+-- chunk count and total length per access-group set (a caller's N and average length)
+CREATE TABLE IF NOT EXISTS kbagent_groupstats(
+    kb text NOT NULL,
+    groups text[] NOT NULL,
+    n_chunks bigint NOT NULL,
+    total_tokens bigint NOT NULL,
+    PRIMARY KEY (kb, groups)
 );
 """
 
