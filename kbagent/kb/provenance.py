@@ -280,11 +280,11 @@ class ReferenceChecker:
 
     def _kb(self, name: str) -> Any:
         from kbagent.errors import NotFoundError
-        from kbagent.kb.knowledge_base import KnowledgeBase
+        from kbagent.kb.stores import open_kb
 
         if name not in self._kbs:
             try:
-                self._kbs[name] = KnowledgeBase(self.settings, name)
+                self._kbs[name] = open_kb(self.settings, name)
                 self._owned.add(name)
             except NotFoundError:
                 self._kbs[name] = None
