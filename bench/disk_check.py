@@ -1,6 +1,9 @@
 """Check that a reference's lines *on disk* contain its excerpt, independently of
 kbagent's own extraction: raw file lines for text formats, tags stripped from the raw
-HTML source lines, pypdf's text for PDFs; compared as word sequences."""
+HTML source lines, pypdf's text for PDFs; compared as word sequences. Office files have
+no lines on disk: their reference's location is checked instead, read with the format's
+library (the cells of ``Sheet!A2:C9`` plus the sheet's header row, as a word sequence;
+every word of the excerpt on slide N; in the Word document)."""
 
 from __future__ import annotations
 
@@ -44,8 +47,50 @@ def contains(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
+def _office_words(path: Path, location: str) -> tuple[list[str], bool]:
+    """(words at the location, whether their order is the file's)."""
+    import io
+
+    data = path.read_bytes()
+    if path.suffix.lower() == ".xlsx":
+        import openpyxl
+
+        from kbagent.kb.formats.sheets import shown
+
+        sheet, _, cells = location.rpartition("!")
+        ws = openpyxl.load_workbook(io.BytesIO(data), data_only=True)[sheet.strip("'")]
+        first, last = cells.split(":")
+        lo, hi = int(re.sub(r"\D", "", first)), int(re.sub(r"\D", "", last))
+        rows = [next(ws.iter_rows(min_row=1, max_row=1))] if lo > 1 else []
+        rows += list(ws.iter_rows(min_row=lo, max_row=hi))
+        return words(" ".join(shown(c.value, c.number_format) for r in rows for c in r)), True
+    if path.suffix.lower() == ".pptx":
+        from pptx import Presentation
+
+        slide = Presentation(io.BytesIO(data)).slides[int(location.split()[-1]) - 1]
+        texts = [sh.text_frame.text for sh in slide.shapes if sh.has_text_frame]
+        texts += [c.text for sh in slide.shapes if sh.has_table
+                  for row in sh.table.rows for c in row.cells]
+        if slide.has_notes_slide:
+            texts.append(slide.notes_slide.notes_text_frame.text)
+        return words(" ".join(texts)), False
+    import docx
+
+    d = docx.Document(io.BytesIO(data))
+    texts = [p.text for p in d.paragraphs] + [c.text for t in d.tables for r in t.rows
+                                              for c in r.cells]
+    return words(" ".join(texts)), False
+
+
 def resolves(source_root: str, ref: dict) -> bool:
     """True if lines start..end of the file contain the reference's excerpt."""
+    path = Path(source_root) / ref["path"]
+    if path.suffix.lower() in (".docx", ".pptx", ".xlsx"):
+        found, ordered = _office_words(path, ref.get("location", ""))
+        needle = words(ref["excerpt"])[:-1] or words(ref["excerpt"])
+        # "Speaker notes:" is kbagent's label above a slide's notes, not the file's text
+        return contains(found, needle) if ordered else set(needle) - {"speaker", "notes"} <= set(
+            found)
     lines = disk_lines(str(Path(source_root) / ref["path"]))
     window = " ".join(lines[ref["start_line"] - 1 : ref["end_line"]])
     needle = words(ref["excerpt"])

@@ -16,6 +16,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -120,6 +122,7 @@ class ReferenceView:
     start_line: int
     end_line: int
     lines: list[Any]  # kbagent.kb.models.Line
+    location: str = ""  # where the lines lie in the source: "p.2 l.3-9", "slide 3", ...
 
 
 def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400,
@@ -137,11 +140,29 @@ def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
     finally:
         kb.close()
     return ReferenceView(int(ref.get("n", 0)), ref["kb"], ref["path"], on_disk,
-                         ref["start_line"], ref["end_line"], res.lines)
+                         ref["start_line"], ref["end_line"], res.lines, res.location)
+
+
+# Files a text editor cannot show: the system's opener gets them (a PDF viewer, an
+# office suite), the location in the reference says where to look.
+SYSTEM_OPENED = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".epub", ".ipynb"})
+
+
+def system_opener() -> str:
+    """The desktop's "open this file" command: ``open`` on macOS, else ``xdg-open``."""
+    return "open" if sys.platform == "darwin" else "xdg-open"
 
 
 def editor_command(on_disk: Path, line: int) -> list[str]:
-    """``$VISUAL``/``$EDITOR +line file`` as an argv; the surface runs it."""
+    """``$VISUAL``/``$EDITOR +line file`` as an argv (a PDF or an Office file: the
+    system opener, ``xdg-open file``); the surface runs it."""
+    if on_disk.suffix.lower() in SYSTEM_OPENED:
+        if not on_disk.is_file():
+            raise NotFoundError(f"{on_disk} is no longer on disk")
+        opener = system_opener()
+        if shutil.which(opener) is None:
+            raise BadInputError(f"'{opener}' is not installed; open {on_disk} yourself")
+        return [opener, str(on_disk)]
     cmd = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not cmd:
         raise BadInputError("set $EDITOR (or $VISUAL) to open references in an editor")

@@ -39,6 +39,8 @@ class Settings:
     chunk_tokens: int = 200  # token budget per chunk (all-MiniLM-L6-v2 reads 256)
     chunk_overlap: int = 32  # tokens of overlap when a long section is split
     max_file_mb: float = 20.0  # larger files are skipped with a reason
+    max_pdf_pages: int = 2000  # PDFs with more pages are skipped with a reason
+    max_sheet_rows: int = 200_000  # workbooks/CSVs with more non-empty rows: the same
     embed_batch: int = 32
     embedding_runtime: str = "auto"  # auto (ONNX, else torch) | onnx | torch
     embedding_precision: str = "fp32"  # fp32 | int8 (int8: ONNX only)

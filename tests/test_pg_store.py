@@ -311,10 +311,15 @@ def test_file_views_and_session_helpers_read_the_pg_store(settings, make_folder,
     from kbagent.kb.views import FileViews
     from kbagent.session import document_chunk_spans, example_questions
 
-    folder = make_folder(DOCS)
+    folder = make_folder({**DOCS, "data/budget.csv": "item,cost\nservers,1200\n"
+                                                     "licences,300\nzeppelin,99\n"})
     Ingestor(settings, "vloc", embedder=memo).run(folder)
     pg_ingest(settings, "pgviews", pg_dsn, folder, memo)
     local, kb = open_kb(settings, "vloc"), open_kb(settings, "pgviews")
+    # locations (page/slide/sheet cells) are stored and read back as the local store does
+    assert kb.store.locate("data/budget.csv", 1, 3) == local.store.locate("data/budget.csv", 1, 3)
+    a = [(h.path, h.location) for h in hits(local, "zeppelin", "bm25")]
+    assert a and a == [(h.path, h.location) for h in hits(kb, "zeppelin", "bm25")]
     for path in ("guide/retry.md", "finance/q3.md"):
         assert document_chunk_spans(kb, path) == document_chunk_spans(local, path)
         a = FileViews(local).cat(path, 1, 50).lines

@@ -217,3 +217,19 @@ def test_a_client_cancel_stops_the_run_and_the_server_keeps_serving(home, tmp_pa
     # the slow step would have run ~10 s more: it stopped at the cancel, not at its end
     assert client_ms < 5000, line
     print(f"cancel: the run stopped {client_ms:.0f} ms after the client's cancel ({line})")
+
+
+def test_search_hits_name_their_place_in_office_files(home):
+    """Issue 24 through the server: a hit in a deck or a workbook says which slide or which
+    cells, as `kbagent search --json` does."""
+    async def scenario():
+        async with stdio_client_for(home, "--kb", "sample") as c:
+            res = await c.call_tool("search", {"query": "kestrel gpu roadmap slide", "k": 10})
+            hits = res.structured_content["hits"]
+            deck = [h for h in hits if h["path"].endswith(".pptx")]
+            assert deck, [h["path"] for h in hits]
+            assert all(h["location"].startswith("slide ") for h in deck), deck
+            plain = [h for h in hits if h["path"].endswith(".md")]
+            assert all(h["location"] == "" for h in plain)
+
+    asyncio.run(scenario())

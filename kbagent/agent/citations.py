@@ -129,6 +129,7 @@ class Citation:
 
 
 Resolver = Callable[[str, str, int, int], str | None]  # (kb, path, start, end) -> raw text
+Locator = Callable[[str, str, int, int], str]  # (kb, path, start, end) -> "p.2 l.3-9" or ''
 
 
 class CitationLedger:
@@ -137,6 +138,7 @@ class CitationLedger:
     def __init__(self, cap: int = DEFAULT_CAP, resolver: Resolver | None = None) -> None:
         self.cap = cap
         self.resolver = resolver
+        self.locator: Locator | None = None  # page/slide/cells of a span (kb/locations.py)
         self._items: list[Citation] = []
         self.dropped = 0  # chunks not numbered because the cap was reached
 
@@ -192,7 +194,9 @@ class CitationLedger:
             g.chunks.append(ReferenceChunk(
                 n=c.n, kb=c.kb, path=c.path, start_line=c.start_line, end_line=c.end_line,
                 score=c.score, tool=c.tool, heading=c.heading, excerpt=c.excerpt(),
-                supported=support.get(c.n)))
+                supported=support.get(c.n),
+                location=self.locator(c.kb, c.path, c.start_line, c.end_line)
+                if self.locator else ""))
         return list(groups.values())
 
     def references(self, numbers: set[int] | None,

@@ -152,6 +152,7 @@ class ReferenceChunk:
     heading: str
     excerpt: str
     supported: bool | None  # does it back the sentences that cite it (None: not checked)
+    location: str = ""  # in the source's own terms: "p.2 l.3-9", "slide 3", "Budget!A2:C9"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -136,6 +136,7 @@ class Agent:
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
                           principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
+        ctx.ledger.locator = ctx.locate
         now = time.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned)
                      if cfg.grounded and mode != AskMode.DIRECT else None)

@@ -10,6 +10,7 @@ ledger numbers so the model can cite ``[n]``.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,13 @@ class ToolContext:
             raise ToolFailure(f"unknown KB {', '.join(unknown)}; available: "
                               f"{', '.join(self.kbs)} (see list_kbs)")
         return list(dict.fromkeys(names))
+
+    def locate(self, kb: str, path: str, start: int, end: int) -> str:
+        """Where the lines lie in the source: page, slide, sheet cells ('' if unknown)."""
+        try:
+            return self.kbs[kb].store.locate(path, start, end)
+        except (KeyError, sqlite3.Error):
+            return ""
 
     def resolve_lines(self, kb: str, path: str, start: int, end: int) -> str | None:
         try:

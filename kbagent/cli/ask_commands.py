@@ -178,7 +178,8 @@ def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
             raise KbagentError(f"editor exited with status {code}")
         return
     out = stdout_console()
-    out.print(f"[bold][{n}][/] [cyan]{literal(view.on_disk)}[/]:{view.start_line}-"
+    place = f" [magenta]{literal(view.location)}[/]" if view.location else ""
+    out.print(f"[bold][{n}][/] [cyan]{literal(view.on_disk)}[/]{place}:{view.start_line}-"
               f"{view.end_line}  [dim](KB {literal(view.kb)})[/]")
     width = len(str(view.end_line))
     for ln in view.lines:

@@ -45,7 +45,8 @@ class _ProgressBar:
     """A rich progress bar on stderr (files, then chunks), silent when not a TTY."""
 
     LABELS: ClassVar[dict[str, str]] = {
-        "scan": "reading files", "embed": "embedding chunks", "write": "indexing chunks"
+        "scan": "reading files", "embed": "embedding chunks", "write": "indexing chunks",
+        "extract": "big file pages/rows",
     }
 
     def __init__(self, enabled: bool, console: Any = None) -> None:
@@ -88,7 +89,7 @@ class _ProgressBar:
             self._tasks[phase] = task
         t = self._progress.tasks[task]
         elapsed = t.elapsed or 0.0
-        unit = "files" if phase == "scan" else "chunks"
+        unit = {"scan": "files", "extract": "pages/rows"}.get(phase, "chunks")
         rate = f"{done / elapsed:,.0f} {unit}/s" if elapsed > 0.5 and done else ""
         self._progress.update(task, completed=done, total=total, rate=rate)
 
@@ -267,7 +268,7 @@ def search(
     if as_json:
         keys = ("kb", "path", "start_line", "end_line", "heading", "score", "bm25_rank",
                 "bm25_score", "vector_rank", "vector_score", "rerank_score", "chunk_id", "title",
-                "text")
+                "text", "location")
         # chunk_id: an opaque id (Hit.public_id); the store's sequential ids would
         # reveal, by their gaps, how many hidden chunks lie between visible ones
         shown = [{k_: h.public_id if k_ == "chunk_id" else getattr(h, k_) for k_ in keys}
@@ -287,8 +288,10 @@ def search(
         if h.rerank_score is not None:
             why.append(f"rerank {h.rerank_score:.3f}")
         where = f"{h.kb}:" if multi else ""
+        place = f" [magenta]{literal(h.location)}[/]" if h.location else ""
         out.print(
             f"[bold]{i:>2}.[/] [cyan]{literal(where + h.path)}:{h.start_line}-{h.end_line}[/]"
+            f"{place}"
             f"  [green]{h.score:.4f}[/]  [dim]({', '.join(why)})[/]"
         )
         if h.heading:

@@ -133,6 +133,8 @@ def reference_line(c: dict[str, Any], styled: bool, width: int | None = None) ->
     score = f"({c['score']:.3f})" if c.get("score") is not None else "(read)"
     mark = "" if c.get("supported") is not False else "  ⚠ unsupported"
     where = f"{c['path']}:{c['start_line']}-{c['end_line']}"
+    if c.get("location"):  # the place a person checks in the original: p.2, slide 3, cells
+        where = f"{c['path']} {c['location']} ({c['start_line']}-{c['end_line']})"
     room = 100
     if width:
         room = max(20, width - len(f"[{c['n']}] {where}  {score}  {mark}") - 1)

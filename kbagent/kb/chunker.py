@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kbagent.kb.locations import describe
 from kbagent.kb.models import MD_HEADING, Chunk, ExtractedDoc, Line, is_named_heading
 from kbagent.settings import default
 
@@ -53,6 +54,7 @@ class _Section:
     trail: list[str]
     lines: list[Line] = field(default_factory=list)
     heading_only: bool = True  # only heading/blank lines so far
+    header: list[Line] = field(default_factory=list)  # repeated atop every chunk (table header)
 
 
 def _markdown_sections(lines: list[Line]) -> list[_Section]:
@@ -149,7 +151,9 @@ def _explicit_sections(doc: ExtractedDoc) -> list[_Section]:
     bounds = [*doc.sections, (len(doc.lines), "")]
     out = []
     for (start, name), (end, _) in itertools.pairwise(bounds):
-        out.append(_Section([name], doc.lines[start:end], heading_only=False))
+        n = doc.repeat_header.get(start, 0)
+        out.append(_Section([name], doc.lines[start + n:end], heading_only=False,
+                            header=doc.lines[start:start + n]))
     return out
 
 
@@ -206,7 +210,7 @@ def _sections(doc: ExtractedDoc) -> list[_Section]:
     body = doc.lines[doc.body_start :]
     if doc.sections:
         return _explicit_sections(doc)
-    if doc.format in ("markdown", "html", "text"):
+    if doc.format in ("markdown", "html", "text", "docx", "epub", "ipynb"):
         return _markdown_sections(body)
     if doc.format == "rst":
         return _rst_sections(body)
@@ -248,6 +252,9 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
 
     chunks: list[Chunk] = []
     for sec in merged:
+        if sec.header:
+            _table_chunks(doc, sec, max_tokens, chunks)
+            continue
         groups = [g for g in map(_trim, _pack(sec.lines, max_tokens, overlap)) if g]
         # When the line after a heading is longer than the budget (a one-line abstract),
         # the packer closes a chunk holding only the heading. Every chunk of the section
@@ -267,4 +274,46 @@ def chunk_document(doc: ExtractedDoc, max_tokens: int = default("chunk_tokens"),
                     text="\n".join(ln.text for ln in group),
                 )
             )
+    if doc.locations:
+        for ch in chunks:
+            ch.location = describe(doc.locations, ch.start_line, ch.end_line)
     return chunks
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(row.strip())[1:-1]]
+
+
+def _record(header: list[str], row: Line) -> Line:
+    """A row as a ``Column: value; ...`` record: what search indexes for a sheet. An
+    embedder reads a record far better than a pipe table (the sample KB's vendor sheet:
+    not in the vector top 5 as a table, see BENCHMARKS.md), and BM25 sees each value
+    beside its column name."""
+    cells = _cells(row.text)
+    names = header + [""] * (len(cells) - len(header))
+    pairs = [f"{h}: {v}" if h else v for h, v in zip(names, cells, strict=False) if v]
+    return Line(row.number, "; ".join(pairs), row.end)
+
+
+def _table_chunks(doc: ExtractedDoc, sec: _Section, max_tokens: int, out: list[Chunk]) -> None:
+    """Rows packed without overlap, each chunk led by the table's header lines (a row
+    means little without its column names). The first chunk's span starts at the header;
+    later ones cite their rows only, their header text standing in for the lines above."""
+    head = "\n".join(ln.text for ln in sec.header)
+    header = _cells(sec.header[0].text)
+    by_number = {ln.number: ln for ln in sec.lines}
+    # packed by the records' size: they are what the embedder reads
+    records = [_record(header, ln) for ln in sec.lines if ln.text.strip()]
+    for i, group in enumerate(_pack(records, max_tokens, 0)):
+        rows = [by_number[n] for n in dict.fromkeys(r.number for r in group)]
+        first = sec.header[0] if i == 0 else rows[0]
+        out.append(Chunk(path=doc.path, ordinal=len(out), start_line=first.number,
+                         end_line=max(ln.last for ln in rows), heading=" > ".join(sec.trail),
+                         text=f"{head}\n" + "\n".join(ln.text for ln in rows),
+                         index_body="\n".join(r.text for r in group)))
+    if not sec.lines:  # a sheet with a header row only
+        out.append(Chunk(doc.path, len(out), sec.header[0].number,
+                         max(ln.last for ln in sec.header), " > ".join(sec.trail), head))

@@ -1,7 +1,8 @@
 """Turn a file's bytes into an :class:`ExtractedDoc` of numbered clean lines.
 
 Formats: Markdown, plain text, reStructuredText, HTML (tags stripped, see
-:mod:`kbagent.kb.html_text`), source code and PDF (pypdf). Files that are
+:mod:`kbagent.kb.html_text`), source code, and through :mod:`kbagent.kb.formats`
+PDF, Word, PowerPoint, Excel/CSV, EPUB and Jupyter notebooks. Files that are
 binary, undecodable, empty or of an unsupported type raise :class:`Skip` with
 a reason a person can act on; parse failures raise :class:`ExtractError`.
 """
@@ -9,12 +10,12 @@ a reason a person can act on; parse failures raise :class:`ExtractError`.
 from __future__ import annotations
 
 import codecs
-import io
 import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from kbagent.kb.access import HIDDEN_GROUP, MalformedAccess, front_matter_groups
+from kbagent.kb.formats import RICH_FORMATS, ExtractLimits
 from kbagent.kb.models import MD_HEADING, ExtractedDoc, Line
 
 MARKDOWN = {".md", ".markdown", ".mdx", ".mdown"}
@@ -39,7 +40,7 @@ BINARY = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".z
           ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".exe", ".dll", ".so", ".dylib", ".bin",
           ".o", ".a", ".class", ".jar", ".pyc", ".whl", ".mp3", ".mp4", ".wav", ".mov", ".avi",
           ".woff", ".woff2", ".ttf", ".otf", ".eot", ".sqlite", ".db", ".gguf", ".onnx", ".pt",
-          ".safetensors", ".npy", ".parquet", ".docx", ".xlsx", ".pptx", ".odt", ".usearch"}
+          ".safetensors", ".npy", ".parquet", ".odt", ".usearch"}
 
 _FRONT_MATTER_END = {"---": ("---", "..."), "+++": ("+++",)}  # YAML, TOML
 _FRONT_MATTER_LINES = 200  # a block must close within this many lines
@@ -68,8 +69,8 @@ def detect_format(path: str) -> tuple[str, str]:
         return "rst", ""
     if ext in HTML:
         return "html", ""
-    if ext in PDF:
-        return "pdf", ""
+    if ext in RICH_FORMATS:  # pdf, docx, pptx, xlsx, csv, epub, ipynb
+        return RICH_FORMATS[ext], ""
     if ext in CODE:
         return "code", CODE[ext]
     if p.name.lower() in CODE_NAMES:
@@ -179,39 +180,7 @@ def _first_heading(lines: list[Line]) -> str:
     return ""
 
 
-def _pdf_lines(data: bytes) -> tuple[list[Line], list[tuple[int, str]], str]:
-    try:
-        from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
-    except ImportError as e:  # pragma: no cover - dependency is declared
-        raise ExtractError("pypdf is not installed") from e
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                reader.decrypt("")
-            except Exception as e:
-                raise Skip("encrypted PDF") from e
-        lines: list[Line] = []
-        sections: list[tuple[int, str]] = []
-        for pno, page in enumerate(reader.pages, start=1):
-            sections.append((len(lines), f"page {pno}"))
-            text = page.extract_text() or ""
-            for raw in text.replace("\r\n", "\n").split("\n"):
-                lines.append(Line(len(lines) + 1, raw.rstrip()))
-        title = ""
-        if reader.metadata and reader.metadata.title:
-            title = str(reader.metadata.title).strip()
-    except Skip:
-        raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
-        raise ExtractError(f"unreadable PDF: {e}") from e
-    if not any(ln.text.strip() for ln in lines):
-        raise Skip("PDF has no extractable text (scanned images?)")
-    return lines, sections, title
-
-
-def extract(path: str, data: bytes) -> ExtractedDoc:
+def extract(path: str, data: bytes, limits: ExtractLimits | None = None) -> ExtractedDoc:
     """Extract one file. ``path`` is KB-relative with forward slashes."""
     fmt, language = detect_format(path)
     if fmt == "binary":
@@ -219,11 +188,10 @@ def extract(path: str, data: bytes) -> ExtractedDoc:
     if not data.strip():
         raise Skip("empty file")
     stem = PurePosixPath(path).stem
-    if fmt == "pdf":
-        if not data.startswith(b"%PDF"):
-            raise ExtractError("not a PDF (missing %PDF header)")
-        lines, sections, title = _pdf_lines(data)
-        return ExtractedDoc(path, "pdf", lines, title=title or stem, sections=sections)
+    if fmt in RICH_FORMATS.values():
+        from kbagent.kb.formats import extract_rich
+
+        return extract_rich(fmt, path, data, stem, limits or ExtractLimits())
     text = decode_text(data)
     if not fmt:  # unknown extension: ingest as plain text once it decodes
         fmt = "text"

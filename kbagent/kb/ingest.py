@@ -40,6 +40,7 @@ from kbagent.kb.embedder import (
 )
 from kbagent.kb.extract import ExtractError, Skip, extract
 from kbagent.kb.file_modes import private_dir, tighten_tree
+from kbagent.kb.formats import ExtractLimits
 from kbagent.kb.generations import (
     EmbeddingCache,
     base_generation,
@@ -241,7 +242,8 @@ class Ingestor:
             digest = hashlib.sha256(data).hexdigest()
             rule_changed = (self._rules.text != self._old_rules.text and
                             self._rules.groups_for(sf.path) != self._old_rules.groups_for(sf.path))
-            if old is not None and old.content_hash == digest and not rule_changed:
+            if (old is not None and old.content_hash == digest and not rule_changed
+                    and old.located):
                 fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
                 if HIDDEN_GROUP in old.access:
                     _hide(fr, "unchanged since the last ingest")
@@ -250,7 +252,9 @@ class Ingestor:
                 continue
             status = "updated" if old is not None else "added"
             try:
-                doc = extract(sf.path, data)
+                doc = extract(sf.path, data, ExtractLimits(  # a big file's pages/rows: progress
+                    self.settings.max_pdf_pages, self.settings.max_sheet_rows,
+                    lambda done, total: self._progress("extract", done, total)))
                 doc.access = effective_groups(doc.access if doc.access_declared else None,
                                               self._rules, sf.path)
             except Skip as e:
@@ -260,7 +264,8 @@ class Ingestor:
                 report.files.append(FileReport(sf.path, "failed", str(e)))
                 keep.add(sf.path)
                 continue
-            if old is not None and old.content_hash == digest and doc.access == old.access:
+            if (old is not None and old.content_hash == digest and doc.access == old.access
+                    and old.located):
                 fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
                 if doc.access_error:
                     _hide(fr, doc.access_error)
@@ -272,9 +277,10 @@ class Ingestor:
                 report.files.append(FileReport(sf.path, "skipped", "no text content"))
                 continue
             hashes = [text_hash(model_id, c.index_text(doc.title)) for c in chunks]
-            fr = FileReport(sf.path, status, chunks=len(chunks))
+            fr = FileReport(sf.path, status, chunks=len(chunks), reason="; ".join(doc.notes))
             if old is not None and old.content_hash == digest:
-                fr.reason = "access changed (.kbaccess)"
+                fr.reason = ("access changed (.kbaccess)" if old.located
+                             else "re-extracted to cite by page/slide/sheet")
             if doc.access_error:
                 _hide(fr, doc.access_error)
             report.files.append(fr)

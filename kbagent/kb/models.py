@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kbagent.kb.locations import Segment
+
 
 class SearchMode(StrEnum):
     """Which retrievers a search uses (``--mode`` of ``kbagent search``)."""
@@ -60,6 +62,11 @@ class ExtractedDoc:
     body_start: int = 0  # index into ``lines`` where the body starts (after front-matter)
     language: str = ""  # for code: python, go, ...
     sections: list[tuple[int, str]] = field(default_factory=list)  # explicit (line index, heading)
+    # where lines lie in the source (page, slide, sheet cells...), see kb/locations.py
+    locations: list[Segment] = field(default_factory=list)
+    # explicit section start index -> leading lines (a table's header) repeated in every chunk
+    repeat_header: dict[int, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # for the ingest report (scanned pages...)
 
 
 @dataclass
@@ -72,6 +79,8 @@ class Chunk:
     end_line: int
     heading: str  # heading trail, " > " joined
     text: str
+    location: str = ""  # in the source's own terms: "p.2 l.3-9", "slide 3", "Budget!A2:C9"
+    index_body: str = ""  # what search indexes instead of ``text`` (sheet rows as records)
 
     def index_text(self, title: str = "") -> str:
         """The text that BM25 and the embedder see: title and headings give context.
@@ -82,10 +91,11 @@ class Chunk:
         trail = self.heading
         if title and not trail.startswith(title):
             trail = f"{title} > {trail}" if trail else title
+        body = self.index_body or self.text
         if not trail:
-            return self.text
+            return body
         named = set(trail.split(" > "))
-        lines = self.text.split("\n")
+        lines = body.split("\n")
         skip = 0
         while skip < len(lines) and is_named_heading(lines[skip], named):
             skip += 1
@@ -111,6 +121,7 @@ class Hit:
     vector_score: float | None = None
     title: str = ""
     rerank_score: float | None = None  # set when a reranker reordered the fused hits
+    location: str = ""  # page/slide/sheet cells/notebook cell (kb/locations.py); '' = lines only
 
     @property
     def public_id(self) -> str:

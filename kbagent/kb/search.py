@@ -193,7 +193,7 @@ class HybridSearcher:
                 kb=self.kbs[i].name, chunk_id=cid, path=row.path, start_line=row.start_line,
                 end_line=row.end_line, heading=row.heading, text=row.text, score=float(score),
                 bm25_rank=ev.bm25_rank, bm25_score=ev.bm25_score, vector_rank=ev.vector_rank,
-                vector_score=ev.vector_score, title=row.title,
+                vector_score=ev.vector_score, title=row.title, location=row.location,
             ))
         notices = []
         if self.reranker is not None:

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from kbagent.kb.access import Principal, may_read
 from kbagent.kb.file_modes import FILE_MODE, private_file, tighten
+from kbagent.kb.locations import describe, dumps, loads
 from kbagent.kb.models import Chunk, ExtractedDoc, Line
 
 SQL_BATCH = 500  # ids per ``IN (...)``: well below SQLite's limit on bound parameters
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS documents(
     access TEXT NOT NULL DEFAULT '[]',
     text TEXT NOT NULL,
     line_map TEXT,
+    locations TEXT,
     n_chunks INTEGER NOT NULL DEFAULT 0,
     ingested_at REAL NOT NULL
 );
@@ -60,7 +62,8 @@ CREATE TABLE IF NOT EXISTS chunks(
     end_line INTEGER NOT NULL,
     heading TEXT NOT NULL DEFAULT '',
     text TEXT NOT NULL,
-    text_hash TEXT NOT NULL
+    text_hash TEXT NOT NULL,
+    location TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(text_hash);
@@ -77,6 +80,7 @@ class DocRow:
     size: int
     access: list[str]
     n_chunks: int
+    located: bool = True  # False: stored before locations were (re-extract to get them)
 
 
 @dataclass
@@ -90,6 +94,18 @@ class ChunkRow:
     heading: str
     text: str
     access: list[str]
+    location: str = ""  # page/slide/sheet cells (kb/locations.py); '' when unknown
+
+
+# Columns added after schema version 2 was released: an older generation lacks them. A
+# writer adds them (its documents then get them as they are re-extracted); a reader of
+# an old generation reads '' (citations by line only) and ingest re-extracts the
+# formats that have locations.
+_ADDED_COLUMNS = (("documents", "locations", "TEXT"),
+                  ("chunks", "location", "TEXT NOT NULL DEFAULT ''"))
+# files extracted with locations now (a .csv was plain text before, a .docx skipped)
+LOCATED_SUFFIXES = (".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".csv", ".tsv", ".epub",
+                    ".ipynb")
 
 
 def _line_map(lines: list[Line]) -> str | None:
@@ -114,6 +130,16 @@ class Store:
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.executescript(SCHEMA)
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self.has_locations = self._added_columns(upgrade=not readonly)
+
+    def _added_columns(self, upgrade: bool) -> bool:
+        for table, column, decl in _ADDED_COLUMNS:
+            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                if not upgrade:
+                    return False
+                self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+        return True
 
     def close(self) -> None:
         self.conn.close()
@@ -122,11 +148,11 @@ class Store:
     def add_document(self, doc: ExtractedDoc, content_hash: str, size: int) -> int:
         cur = self.conn.execute(
             "INSERT INTO documents(path,title,format,language,content_hash,size,access,text,"
-            "line_map,ingested_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+            "line_map,ingested_at,locations) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
             (
                 doc.path, doc.title, doc.format, doc.language, content_hash, size,
                 json.dumps(doc.access), "\n".join(ln.text for ln in doc.lines),
-                _line_map(doc.lines), time.time(),
+                _line_map(doc.lines), time.time(), dumps(doc.locations),
             ),
         )
         assert cur.lastrowid is not None  # set by every INSERT
@@ -136,9 +162,10 @@ class Store:
         ids = []
         for ch, h in zip(chunks, hashes, strict=True):
             cur = self.conn.execute(
-                "INSERT INTO chunks(doc_id,ordinal,start_line,end_line,heading,text,text_hash) "
-                "VALUES(?,?,?,?,?,?,?)",
-                (doc_id, ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.text, h),
+                "INSERT INTO chunks(doc_id,ordinal,start_line,end_line,heading,text,text_hash,"
+                "location) VALUES(?,?,?,?,?,?,?,?)",
+                (doc_id, ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.text, h,
+                 ch.location),
             )
             assert cur.lastrowid is not None  # set by every INSERT
             ids.append(int(cur.lastrowid))
@@ -168,7 +195,10 @@ class Store:
             "SELECT id,path,title,format,content_hash,size,access,n_chunks FROM documents"
         )
         return {
-            r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7]) for r in rows
+            r[1]: DocRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7],
+                         located=self.has_locations
+                         or not r[1].lower().endswith(LOCATED_SUFFIXES))
+            for r in rows
         }
 
     def chunk_ids_by_hash(self, doc_ids: list[int]) -> dict[str, int]:
@@ -187,15 +217,25 @@ class Store:
 
     def chunks(self, ids: list[int]) -> dict[int, ChunkRow]:
         out: dict[int, ChunkRow] = {}
+        location = "c.location" if self.has_locations else "''"
         for marks, part in in_batches(ids):
             for r in self.conn.execute(
                 "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
-                f"d.access FROM chunks c JOIN documents d ON d.id=c.doc_id WHERE c.id IN ({marks})",
+                f"d.access,{location} FROM chunks c JOIN documents d ON d.id=c.doc_id "
+                f"WHERE c.id IN ({marks})",
                 part,
             ):
                 out[r[0]] = ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-                                     json.loads(r[8]))
+                                     json.loads(r[8]), r[9] or "")
         return out
+
+    def locate(self, path: str, start: int, end: int) -> str:
+        """Where lines ``start``..``end`` of ``path`` lie in the source ('' if unknown)."""
+        if not self.has_locations:
+            return ""
+        row = self.conn.execute("SELECT locations FROM documents WHERE path=?",
+                                (path,)).fetchone()
+        return describe(loads(row[0]), start, end) if row and row[0] else ""
 
     def document_lines(self, path: str) -> tuple[DocRow, list[Line]] | None:
         row = self.conn.execute(

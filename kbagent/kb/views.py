@@ -83,6 +83,7 @@ class CatResult:
     lines: list[Line]
     total_lines: int  # highest line number in the document
     next_line: int | None  # where to continue, None at the end
+    location: str = ""  # where the lines shown lie in the source (page, slide, cells...)
 
 
 class FileViews:
@@ -169,4 +170,5 @@ class FileViews:
         elif end < total:
             later = [ln.number for ln in lines if ln.number > end]
             next_line = later[0] if later else None
-        return CatResult(norm, doc.title, chosen, total, next_line)
+        where = self.kb.store.locate(norm, chosen[0].number, chosen[-1].last) if chosen else ""
+        return CatResult(norm, doc.title, chosen, total, next_line, where)

@@ -21,6 +21,8 @@ class SearchHit(BaseModel):
     bm25_score: float | None = None
     vector_rank: int | None = None
     vector_score: float | None = None
+    location: str = Field("", description="the place in the source's own terms: 'p.2 l.3-9', "
+                          "'slide 3', 'Budget!A2:C9', 'cell 4' ('' for plain text)")
 
 
 class SearchResult(BaseModel):
@@ -42,6 +44,7 @@ class Reference(BaseModel):
     where: str = Field(description="path:start-end")
     uri: str
     excerpt: str
+    location: str = Field("", description="page, slide, sheet cells or cell ('' for plain text)")
 
 
 class AskResult(BaseModel):

@@ -91,7 +91,8 @@ class KbService:
                             end_line=h.end_line, heading=h.heading, excerpt=h.text,
                             uri=document_uri(h.kb, h.path), score=h.score,
                             bm25_rank=h.bm25_rank, bm25_score=h.bm25_score,
-                            vector_rank=h.vector_rank, vector_score=h.vector_score)
+                            vector_rank=h.vector_rank, vector_score=h.vector_score,
+                            location=h.location or "")
                 for h in res.hits]
         return m.SearchResult(query=query, mode=mode, hits=hits, failed_kbs=res.failed_kbs)
 
@@ -224,7 +225,8 @@ def ask_result(result: Any) -> m.AskResult:
     refs = [m.Reference(n=c["n"], kb=d["kb"], path=d["path"], start_line=c["start_line"],
                         end_line=c["end_line"],
                         where=f"{d['path']}:{c['start_line']}-{c['end_line']}",
-                        uri=document_uri(d["kb"], d["path"]), excerpt=c["excerpt"])
+                        uri=document_uri(d["kb"], d["path"]), excerpt=c["excerpt"],
+                        location=c.get("location") or "")
             for d in result.references for c in d["chunks"]]
     return m.AskResult(question=result.question, answer=result.answer,
                        status=str(result.status), mode=str(result.mode),

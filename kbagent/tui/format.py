@@ -30,8 +30,9 @@ def excerpt(text: str, width: int = 160) -> str:
 
 
 def ref_location(ref: dict[str, Any]) -> str:
-    """``path:start-end`` of a reference (the KB in front when given)."""
-    return f"{ref['path']}:{ref['start_line']}-{ref['end_line']}"
+    """``path:start-end`` of a reference, with its page/slide/cells when known."""
+    place = f" {ref['location']}" if ref.get("location") else ""
+    return f"{ref['path']}{place}:{ref['start_line']}-{ref['end_line']}"
 
 
 def check_note(check: Any) -> str:

@@ -187,7 +187,8 @@ class ReferencesPanel(Tree[dict]):
                 check = checks.get(c["n"])
                 if check is not None and check.stale:
                     mark += f" · {check.state} since the answer"
-                node.add_leaf(plain(f"[{c['n']}] lines {c['start_line']}-{c['end_line']} · "
+                place = f"{c['location']} · " if c.get("location") else ""
+                node.add_leaf(plain(f"[{c['n']}] {place}lines {c['start_line']}-{c['end_line']} · "
                                     f"score {c.get('score') or 0:.3f}{mark}"), data=c)
 
     def _ref(self) -> dict[str, Any] | None:

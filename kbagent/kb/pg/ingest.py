@@ -28,6 +28,7 @@ from kbagent.kb.generations import EmbeddingCache, check_compatible, model_of, p
 from kbagent.kb.ingest import Ingestor, _Pending
 from kbagent.kb.knowledge_base import new_manifest
 from kbagent.kb.lexical import _analyzer
+from kbagent.kb.locations import dumps
 from kbagent.kb.models import FileReport, IngestReport
 from kbagent.kb.pg.conn import connect
 from kbagent.kb.pg.kb import PgStore
@@ -184,16 +185,16 @@ class PgIngestor(Ingestor):
         df: Counter[tuple[str, tuple[str, ...]]] = Counter()  # (term, groups) -> chunks
         with conn.cursor().copy(
                 "COPY kbagent_documents(kb,id,path,title,format,language,content_hash,size,"
-                "access,text,line_map,n_chunks,ingested_at) FROM STDIN") as cp:
+                "access,text,line_map,n_chunks,ingested_at,locations) FROM STDIN") as cp:
             for p, did in zip(pending, doc_ids, strict=True):
                 cp.write_row((self.name, did, p.doc.path, p.doc.title, p.doc.format,
                               p.doc.language, p.content_hash, p.size, list(p.doc.access),
                               "\n".join(ln.text for ln in p.doc.lines), _line_map(p.doc.lines),
-                              len(p.chunks), now))
+                              len(p.chunks), now, dumps(p.doc.locations)))
         postings: list[tuple[str, int, int, int]] = []
         with conn.cursor().copy(
                 "COPY kbagent_chunks(kb,id,doc_id,ordinal,start_line,end_line,heading,text,"
-                "text_hash,groups,n_tokens,embedding) FROM STDIN") as cp:
+                "text_hash,groups,n_tokens,embedding,location) FROM STDIN") as cp:
             it = iter(chunk_ids)
             for p, did in zip(pending, doc_ids, strict=True):
                 groups = index_tokens(p.doc.access)
@@ -205,7 +206,7 @@ class PgIngestor(Ingestor):
                     postings += [(t, cid, n, len(tokens)) for t, n in tf.items()]
                     cp.write_row((self.name, cid, did, ch.ordinal, ch.start_line, ch.end_line,
                                   ch.heading, ch.text, h, groups, len(tokens),
-                                  _vec_text(vectors[h])))
+                                  _vec_text(vectors[h]), ch.location))
         with conn.cursor().copy(
                 "COPY kbagent_postings(kb,term,chunk_id,tf,n_tokens) FROM STDIN") as cp:
             for t, cid, n, length in postings:

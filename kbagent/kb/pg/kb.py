@@ -21,6 +21,7 @@ from psycopg import sql
 from kbagent.errors import NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, may_read
 from kbagent.kb.lexical import _analyzer
+from kbagent.kb.locations import describe, loads
 from kbagent.kb.models import Line
 from kbagent.kb.pg.conn import connect
 from kbagent.kb.store import ChunkRow, DocRow
@@ -69,7 +70,8 @@ f AS (SELECT coalesce(br.id, vr.id) AS id, br.r AS br, br.s AS bs, vr.r AS vr, 1
       FROM br FULL OUTER JOIN vr ON br.id = vr.id
       ORDER BY {inner} LIMIT %(depth)s)
 SELECT f.id, f.br, f.bs, f.vr, f.vs, c.doc_id, d.path, d.title, c.start_line, c.end_line,
-       c.heading, c.text, d.access, (SELECT updated_at FROM kbagent_kbs WHERE kb = {kb})
+       c.heading, c.text, d.access, (SELECT updated_at FROM kbagent_kbs WHERE kb = {kb}),
+       c.location
 FROM f JOIN kbagent_chunks c ON c.kb = {kb} AND c.id = f.id
 JOIN kbagent_documents d ON d.kb = {kb} AND d.id = c.doc_id
 ORDER BY {order}
@@ -120,11 +122,17 @@ class PgStore:
             return out
         rows = self._rows(
             "SELECT c.id,c.doc_id,d.path,d.title,c.start_line,c.end_line,c.heading,c.text,"
-            "d.access FROM kbagent_chunks c JOIN kbagent_documents d ON d.kb=c.kb AND "
-            "d.id=c.doc_id WHERE c.kb=%s AND c.id = ANY(%s)", (self.name, missing))
-        out.update({r[0]: ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]))
-                    for r in rows})
+            "d.access,c.location FROM kbagent_chunks c JOIN kbagent_documents d ON d.kb=c.kb "
+            "AND d.id=c.doc_id WHERE c.kb=%s AND c.id = ANY(%s)", (self.name, missing))
+        out.update({r[0]: ChunkRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], list(r[8]),
+                                   r[9]) for r in rows})
         return out
+
+    def locate(self, path: str, start: int, end: int) -> str:
+        """Where lines ``start``..``end`` of ``path`` lie in the source ('' if unknown)."""
+        rows = self._rows("SELECT locations FROM kbagent_documents WHERE kb=%s AND path=%s",
+                          (self.name, path))
+        return describe(loads(rows[0][0]), start, end) if rows and rows[0][0] else ""
 
     def document_lines(self, path: str) -> tuple[DocRow, list[Line]] | None:
         rows = self._rows("SELECT id,path,title,format,content_hash,size,access,n_chunks,text,"
@@ -341,7 +349,7 @@ class PgKnowledgeBase:
         if rows and repr(rows[0][13]) != self.generation:
             self._load()  # an ingest committed since: its manifest and counts
         self.store.remember([ChunkRow(r[0], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-                                      list(r[12])) for r in rows])
+                                      list(r[12]), r[14]) for r in rows])
         return [(int(r[0]), r[1], None if r[2] is None else float(r[2]), r[3],
                  None if r[4] is None else float(r[4])) for r in rows]
 

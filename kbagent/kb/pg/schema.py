@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS kbagent_documents(
     access text[] NOT NULL DEFAULT '{}',
     text text NOT NULL,
     line_map text,
+    locations text,  -- page/slide/sheet segments (kbagent.kb.locations.dumps)
     n_chunks integer NOT NULL DEFAULT 0,
     ingested_at double precision NOT NULL,
     PRIMARY KEY (kb, id),
@@ -58,6 +59,7 @@ CREATE TABLE IF NOT EXISTS kbagent_chunks(
     text_hash text NOT NULL,
     groups text[] NOT NULL,
     n_tokens integer NOT NULL,
+    location text NOT NULL DEFAULT '',
     embedding vector,
     PRIMARY KEY (kb, id),
     FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
