@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/bench_access.py              # NFCorpus, 3000 probe queries
     .venv/bin/python bench/bench_access.py --quick      # 400 documents, 300 queries
     .venv/bin/python bench/bench_access.py --code-only  # just part 3 (code), quick
+    .venv/bin/python bench/bench_access.py --server-only  # just part 4 (servers), quick
 
 Two KBs are built from the same NFCorpus documents (one ``.md`` per document)
 through the real Ingestor, access declared by a ``.kbaccess`` file:
@@ -35,6 +36,11 @@ loop) is timed too, by lowering the exact-search threshold to 0.
             with ``secret/** executives`` (see :mod:`bench.access_code_probe`): restricted
             symbols returned must be 0; an executive's control probes must find them.
 
+4. servers  the real ``kbagent mcp`` (stdio) and ``kbagent serve`` (HTTP, loopback,
+            tokens) over the ``most`` KB and the code tree (see
+            :mod:`bench.access_server_probe`): restricted chunks, symbols and paths
+            returned per surface and caller must be 0; the executive must find them.
+
 Results: a table on stdout and JSON in ``bench/out/access_results.json``.
 """
 
@@ -57,7 +63,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import access_code_probe  # noqa: E402
+from bench import access_code_probe, access_server_probe  # noqa: E402
 from kbagent.agent.citations import CitationLedger  # noqa: E402
 from kbagent.agent.schema import validate  # noqa: E402
 from kbagent.agent.tools import ToolContext, registry, run_tool  # noqa: E402
@@ -225,9 +231,20 @@ def main() -> None:
     ap.add_argument("--code-only", action="store_true", help="only the code probe (part 3)")
     ap.add_argument("--code-modules", type=int, default=300, help="modules in the code tree")
     ap.add_argument("--code-probes", type=int, default=600, help="code probes")
+    ap.add_argument("--server-only", action="store_true",
+                    help="only the server probe (part 4)")
+    ap.add_argument("--server-docs", type=int, default=400,
+                    help="with --server-only: documents per KB (0: all)")
+    ap.add_argument("--server-probes", type=int, default=60,
+                    help="server probes per caller (half documents, half code)")
+    ap.add_argument("--server-asks", type=int, default=4,
+                    help="'ask' calls per caller (scripted LLM)")
     args = ap.parse_args()
     if args.code_only:
         run_code_only(args)
+        return
+    if args.server_only:
+        run_server_only(args)
         return
     n_queries = args.queries or (300 if args.quick else 3000)
     docs = [json.loads(line) for line in
@@ -266,6 +283,8 @@ def main() -> None:
         log("code probe")
         results["code"] = access_code_probe.run(work, HashEmbedder(), args.code_modules,
                                                 0.5, args.code_probes)
+        log("server probe")
+        results["server"] = server_probe(settings, work, args)
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "access_results.json").write_text(json.dumps(results, indent=2))
@@ -282,6 +301,33 @@ def run_code_only(args: argparse.Namespace) -> None:
     (OUT_DIR / "access_code_results.json").write_text(json.dumps(results, indent=2))
     print(f"load average start {results['load_avg_start']}, end {results['load_avg_end']}")
     access_code_probe.print_code(results["code"])
+
+
+def server_probe(settings: Settings, work: Path, args: argparse.Namespace) -> dict:
+    """The code tree ingested as KB ``code`` next to ``most``/``few``; both servers probed."""
+    secret = access_code_probe.build(settings, work, HashEmbedder(), args.code_modules, 0.5)
+    return access_server_probe.run(settings.home, "most", secret, args.server_probes,
+                                   args.server_asks)
+
+
+def run_server_only(args: argparse.Namespace) -> None:
+    docs = [json.loads(line) for line in
+            (args.data / "nfcorpus" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    docs = [d for d in docs if d["text"].strip()][:args.server_docs or None]
+    results: dict = {"documents": len(docs),
+                     "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    with tempfile.TemporaryDirectory(prefix="bench_access_server_") as tmp:
+        work = Path(tmp)
+        settings = Settings.load(home=work / "home")
+        build_kbs(settings, docs, work / "src")
+        results["server"] = server_probe(settings, work, args)
+    results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "access_server_results.json").write_text(json.dumps(results, indent=2))
+    print(f"documents: {results['documents']}; load average start "
+          f"{results['load_avg_start']}, end {results['load_avg_end']}")
+    access_server_probe.print_server(results["server"])
 
 
 def print_table(r: dict) -> None:
@@ -306,6 +352,8 @@ def print_table(r: dict) -> None:
                   f"{f['p50_ms']:>7.2f} / {f['p95_ms']:<8.2f}   {row['p50_ratio']:.2f}x")
     if "code" in r:
         access_code_probe.print_code(r["code"])
+    if "server" in r:
+        access_server_probe.print_server(r["server"])
 
 
 if __name__ == "__main__":
