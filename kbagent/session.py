@@ -48,11 +48,11 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
     """Open the named KBs, or every KB when none is named. A KB that is unknown,
     unreadable or corrupted is reported in ``failed`` and the others are served;
     when none opens the first failure is raised (so its exit code is kept)."""
-    from kbagent.kb.knowledge_base import KnowledgeBase, list_kbs
+    from kbagent.kb.stores import list_all_kbs, open_kb
 
     failed: dict[str, str] = {}
     if not names:
-        infos = list_kbs(settings)
+        infos = list_all_kbs(settings)
         names = [k.name for k in infos if not k.error]
         failed.update({k.name: k.error for k in infos if k.error})
         if not names and not failed:
@@ -61,7 +61,7 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
     first_error: KbagentError | None = None
     for name in dict.fromkeys(names):
         try:
-            kbs.append(KnowledgeBase(settings, name))
+            kbs.append(open_kb(settings, name))
         except KbagentError as e:
             failed[name] = str(e)
             first_error = first_error or e
@@ -129,10 +129,10 @@ def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
                    principal: Principal = ANONYMOUS) -> ReferenceView:
     """The cited lines, read again now, only if ``principal`` may read them (a denied
     document reads as a missing one)."""
-    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.stores import open_kb
     from kbagent.kb.views import FileViews
 
-    kb = KnowledgeBase(settings, ref["kb"])
+    kb = open_kb(settings, ref["kb"])
     try:
         res = FileViews(kb, principal).cat(ref["path"], ref["start_line"], ref["end_line"],
                                 max_lines=max_lines)
@@ -173,10 +173,7 @@ def editor_command(on_disk: Path, line: int) -> list[str]:
 
 def document_chunk_spans(kb: Any, path: str) -> list[tuple[int, int]]:
     """(start_line, end_line) of each chunk of ``path``, in order."""
-    rows = kb.store.conn.execute(
-        "SELECT c.start_line, c.end_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
-        "WHERE d.path = ? ORDER BY c.ordinal", (path,))
-    return [(int(a), int(b)) for a, b in rows]
+    return [(int(a), int(b)) for a, b in kb.store.chunk_spans(path)]
 
 
 # ----------------------------------------------------------------- session
@@ -393,12 +390,8 @@ def example_questions(kbs: list[Any], principal: Principal = ANONYMOUS
 
     docs: list[tuple[str, str]] = []  # (title, first heading)
     for kb in kbs:
-        rows = kb.store.conn.execute(
-            "SELECT d.title, d.path, (SELECT c.heading FROM chunks c WHERE c.doc_id = d.id "
-            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access FROM documents d "
-            "ORDER BY d.path")
-        for title, path, heading, access in rows:
-            if not may_read(principal, json.loads(access)):
+        for title, path, heading, access in kb.store.first_headings():
+            if not may_read(principal, access):
                 continue
             name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
             last = (heading or "").split(" > ")[-1].strip()

@@ -112,16 +112,20 @@ def ingest(
     watch: Annotated[bool, typer.Option(
         "--watch", help="Then keep watching the folder and apply each burst of changes "
         "(one new generation per batch) until Ctrl-C.")] = False,
+    store: Annotated[str | None, typer.Option(
+        "--store", help="Hold the KB in PostgreSQL + pgvector (postgresql://user@host/db); "
+        "recorded, so later commands need no flag.", show_default=False)] = None,
 ) -> None:
     """Build or update a KB from a folder (incremental; unchanged files are skipped)."""
-    from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import name_from_folder, validate_name
+    from kbagent.kb.stores import ingestor_for
 
     settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
     show_bar = not quiet and sys.stderr.isatty()
     bars: list[_ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
-    ingestor = Ingestor(settings, name, progress=lambda *a: bars[0](*a) if bars else None)
+    ingestor = ingestor_for(settings, name, store,
+                            progress=lambda *a: bars[0](*a) if bars else None)
     try:
         with _ProgressBar(show_bar) as bar:
             bars.append(bar)
@@ -322,11 +326,11 @@ def kbs(
     (documents, chunks and size: those of the documents the caller may read)."""
     if ctx.invoked_subcommand is not None:
         return
-    from kbagent.kb.knowledge_base import list_kbs
+    from kbagent.kb.stores import list_all_kbs
 
     settings = settings_from(ctx)
     principal = principal_from(settings, as_user, groups)
-    infos = [visible_info(settings, i, principal) for i in list_kbs(settings)]
+    infos = [visible_info(settings, i, principal) for i in list_all_kbs(settings)]
     if as_json:
         typer.echo(json.dumps([i.to_dict() for i in infos], indent=2))
         return
@@ -355,18 +359,21 @@ def kbs_rm(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Remove a KB (its index files only; the source folder is not touched)."""
-    from kbagent.kb.knowledge_base import remove_kb, require_kb, validate_name
+    from kbagent.kb.knowledge_base import require_kb, validate_name
+    from kbagent.kb.registry import store_of
+    from kbagent.kb.stores import remove_any_kb
 
     settings = settings_from(ctx)
     validate_name(name)
-    require_kb(settings, name)
+    if store_of(settings, name) is None:
+        require_kb(settings, name)
     if not yes:
         if not sys.stdin.isatty() and not _stdin_has_data():
             raise KbagentError(f"refusing to remove KB '{name}' without confirmation; "
                                "add --yes")
         if not typer.confirm(f"Remove KB '{name}'?", default=False, err=True):
             raise KbagentError("not removed")
-    remove_kb(settings, name)
+    remove_any_kb(settings, name)
     stdout_console().print(f"removed KB '{name}'")
 
 
@@ -377,10 +384,10 @@ def visible_info(settings: Any, info: Any, principal: Any) -> Any:
     if info.error:
         info.size_bytes = 0
         return info
-    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.kb.stores import open_kb
 
     try:
-        kb = KnowledgeBase(settings, info.name)
+        kb = open_kb(settings, info.name)
     except KbagentError as e:
         info.documents = info.chunks = info.size_bytes = 0
         info.error = str(e)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -204,7 +205,9 @@ def _candidates(kb: _Kb, ref: dict[str, Any], exclude: str) -> list[str]:
     """Documents that may hold the cited text, without reading them all: the ones
     with the old content hash (a pure rename) first, then the ones whose stored
     text has the longest words of the reference's excerpt (at most 50)."""
-    conn = kb.store.conn
+    conn = getattr(kb.store, "conn", None)
+    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL KB: not searched (yet)
+        return []
     out = [r[0] for r in conn.execute("SELECT path FROM documents WHERE content_hash = ? "
                                       "AND path != ? ORDER BY path",
                                       (str(ref.get("doc_hash", "")), exclude))]
@@ -277,11 +280,11 @@ class ReferenceChecker:
 
     def _kb(self, name: str) -> Any:
         from kbagent.errors import NotFoundError
-        from kbagent.kb.knowledge_base import KnowledgeBase
+        from kbagent.kb.stores import open_kb
 
         if name not in self._kbs:
             try:
-                self._kbs[name] = KnowledgeBase(self.settings, name)
+                self._kbs[name] = open_kb(self.settings, name)
                 self._owned.add(name)
             except NotFoundError:
                 self._kbs[name] = None

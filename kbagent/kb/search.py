@@ -9,7 +9,7 @@ reported in ``failed_kbs`` and the others still answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,10 +17,10 @@ import numpy as np
 from kbagent.errors import BadInputError, KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.embedder import Embedder, embedder_for_space, parse_space
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Hit, SearchMode
 from kbagent.kb.rerank import Reranker, rerank_hits
 from kbagent.kb.store import ChunkRow
+from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
 RRF_K = 60
@@ -70,7 +70,7 @@ class HybridSearcher:
 
     def __init__(
         self,
-        kbs: list[KnowledgeBase],
+        kbs: Sequence[KbReader],
         embedder_for: Callable[[str], Embedder] | None = None,
         reranker: Reranker | None = None,
     ) -> None:
@@ -129,7 +129,15 @@ class HybridSearcher:
         evidence: dict[tuple[int, int], Evidence] = {}  # (kb index, chunk_id) -> evidence
         for i, kb in enumerate(self.kbs):
             try:
-                kb.refresh()
+                fused = getattr(kb, "search_evidence", None)
+                if fused is None:
+                    kb.refresh()
+                else:  # both retrievers, filter and RRF in one SQL statement (it refreshes)
+                    vec = (None if mode == "bm25" or query_vectors is None
+                           else query_vectors.get(kb.embedding_space))
+                    for cid, br, bs, vr, vs in fused(query, mode, vec, depth, principal):
+                        evidence[(i, cid)] = Evidence(br, bs, vr, vs)
+                    continue
                 if mode != "vector":
                     found = kb.lexical.search(query, depth, principal)
                     for rank, (cid, score) in enumerate(found, 1):

@@ -300,3 +300,17 @@ class Store:
                 docs += 1
                 chunks += n_chunks
         return docs, chunks
+
+    # --- for the surfaces (kbagent.session) ----------------------------------
+    def chunk_spans(self, path: str) -> list[tuple[int, int]]:
+        """(start_line, end_line) of each chunk of ``path``, in order."""
+        return [(int(a), int(b)) for a, b in self.conn.execute(
+            "SELECT c.start_line, c.end_line FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY c.ordinal", (path,))]
+
+    def first_headings(self) -> list[tuple[str, str, str | None, list[str]]]:
+        """(title, path, first non-empty heading, access) of every document, by path."""
+        return [(r[0], r[1], r[2], json.loads(r[3])) for r in self.conn.execute(
+            "SELECT d.title, d.path, (SELECT c.heading FROM chunks c WHERE c.doc_id = d.id "
+            "AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access FROM documents d "
+            "ORDER BY d.path")]

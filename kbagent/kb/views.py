@@ -15,8 +15,8 @@ from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Line
+from kbagent.kb.store_protocol import KbReader
 
 MAX_LINE_CHARS = 2000  # longer lines are matched and shown truncated
 
@@ -91,7 +91,7 @@ class FileViews:
     not read does not exist here: same message, same exit code, same code path as a
     path that was never ingested."""
 
-    def __init__(self, kb: KnowledgeBase, principal: Principal = ANONYMOUS) -> None:
+    def __init__(self, kb: KbReader, principal: Principal = ANONYMOUS) -> None:
         self.kb = kb
         self.principal = principal
 

@@ -63,14 +63,14 @@ class BrowseScreen(Screen):
         self.reload()
 
     def reload(self) -> None:
-        from kbagent.kb.knowledge_base import list_kbs
+        from kbagent.kb.stores import list_all_kbs
 
         tree = self.query_one("#kb-tree", Tree)
         tree.clear()
         tree.root.expand()
         info_lines = []
         try:
-            infos = list_kbs(self.app.settings)
+            infos = list_all_kbs(self.app.settings)
         except OSError as e:
             infos = []
             info_lines.append(f"cannot list KBs: {e}")

@@ -16,10 +16,10 @@ class OptionsScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "app.pop_screen", "Close", id="options.close")]  # noqa: RUF012
 
     def compose(self) -> ComposeResult:
-        from kbagent.kb.knowledge_base import list_kbs
+        from kbagent.kb.stores import list_all_kbs
 
         s = self.app.session
-        names = [i.name for i in list_kbs(self.app.settings) if not i.error]
+        names = [i.name for i in list_all_kbs(self.app.settings) if not i.error]
         chosen = set(s.kb_names or [kb.name for kb in s.kbs])
         with VerticalScroll(id="options"):
             yield Label("Knowledge bases")

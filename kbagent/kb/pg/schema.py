@@ -1,0 +1,150 @@
+"""Tables of the PostgreSQL store, shared by every KB of one database.
+
+Every table carries ``kb`` first and every key starts with it, so the tables
+can be distributed on Citus by ``kb`` with their rows co-located (see
+``docs/scaling.md``). Chunk vectors are a ``vector`` column of any dimension;
+each KB gets its own partial HNSW index over ``embedding::vector(dim)``.
+
+BM25 is computed exactly from ``kbagent_postings`` (term frequency and chunk
+length per chunk, the sparse term vector), ``kbagent_terms`` (document
+frequency per term and access-group set) and ``kbagent_groupstats`` (chunks and
+tokens per access-group set): the statistics of the chunks the caller may read,
+as the local store computes them; the terms come from the same analyzer as the
+local tantivy index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+SCHEMA_LOCK = 0x6B62_6167  # advisory lock taken while creating the tables
+
+DDL = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS kbagent_kbs(
+    kb text PRIMARY KEY,
+    manifest jsonb NOT NULL,
+    n_chunks bigint NOT NULL DEFAULT 0,
+    total_tokens bigint NOT NULL DEFAULT 0,
+    updated_at double precision NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kbagent_documents(
+    kb text NOT NULL,
+    id bigserial,
+    path text NOT NULL,
+    title text NOT NULL DEFAULT '',
+    format text NOT NULL,
+    language text NOT NULL DEFAULT '',
+    content_hash text NOT NULL,
+    size bigint NOT NULL,
+    access text[] NOT NULL DEFAULT '{}',
+    text text NOT NULL,
+    line_map text,
+    locations text,  -- page/slide/sheet segments (kbagent.kb.locations.dumps)
+    n_chunks integer NOT NULL DEFAULT 0,
+    ingested_at double precision NOT NULL,
+    PRIMARY KEY (kb, id),
+    UNIQUE (kb, path)
+);
+CREATE TABLE IF NOT EXISTS kbagent_chunks(
+    kb text NOT NULL,
+    id bigserial,
+    doc_id bigint NOT NULL,
+    ordinal integer NOT NULL,
+    start_line integer NOT NULL,
+    end_line integer NOT NULL,
+    heading text NOT NULL DEFAULT '',
+    text text NOT NULL,
+    text_hash text NOT NULL,
+    groups text[] NOT NULL,
+    n_tokens integer NOT NULL,
+    location text NOT NULL DEFAULT '',
+    embedding vector,
+    PRIMARY KEY (kb, id),
+    FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_chunks_doc ON kbagent_chunks(kb, doc_id);
+CREATE INDEX IF NOT EXISTS kbagent_chunks_groups ON kbagent_chunks USING gin(groups);
+-- the planner's row estimate for the HNSW indexes' predicate (else a fixed 0.5%)
+CREATE STATISTICS IF NOT EXISTS kbagent_chunks_dims ON (vector_dims(embedding)), kb
+    FROM kbagent_chunks;
+CREATE TABLE IF NOT EXISTS kbagent_postings(
+    kb text NOT NULL,
+    term text NOT NULL,
+    chunk_id bigint NOT NULL,
+    tf integer NOT NULL,
+    n_tokens integer NOT NULL,  -- the chunk's length, copied: scoring reads this index only
+    PRIMARY KEY (kb, term, chunk_id) INCLUDE (tf, n_tokens),
+    FOREIGN KEY (kb, chunk_id) REFERENCES kbagent_chunks(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_postings_chunk ON kbagent_postings(kb, chunk_id);
+-- document frequency per term AND per access-group set, so a caller's BM25 counts only
+-- the chunks it may read (as the local store does): df = sum over its group sets
+CREATE TABLE IF NOT EXISTS kbagent_terms(
+    kb text NOT NULL,
+    term text NOT NULL,
+    groups text[] NOT NULL,
+    df integer NOT NULL,
+    PRIMARY KEY (kb, term, groups)
+);
+-- chunk count and total length per access-group set (a caller's N and average length)
+CREATE TABLE IF NOT EXISTS kbagent_groupstats(
+    kb text NOT NULL,
+    groups text[] NOT NULL,
+    n_chunks bigint NOT NULL,
+    total_tokens bigint NOT NULL,
+    PRIMARY KEY (kb, groups)
+);
+"""
+
+
+def create_schema(conn: Any) -> None:
+    """Create the tables once per database (two first ingesters may race: a lock)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute(DDL)
+
+
+def kb_lock_key(name: str) -> int:
+    """The advisory lock key of KB ``name`` (a signed 64-bit integer)."""
+    digest = hashlib.sha256(f"kbagent:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def hnsw_index_prefix(name: str) -> str:
+    return "kbagent_hnsw_" + hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def hnsw_index_name(name: str, dim: int) -> str:
+    """KB ``name``'s HNSW index over its ``dim``-dimensional vectors."""
+    return f"{hnsw_index_prefix(name)}_{dim}"
+
+
+def ensure_hnsw_index(conn: Any, name: str, dim: int) -> None:
+    """Create KB ``name``'s partial HNSW index (before its data transaction: CREATE
+    INDEX takes a SHARE lock on the table, and two ingesters taking it inside their
+    data transactions would deadlock; one at a time under the schema lock)."""
+    from psycopg import sql
+
+    index = hnsw_index_name(name, dim)
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (index,)).fetchone()[0]:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        conn.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {index} ON kbagent_chunks USING hnsw "
+            "((embedding::vector({dim})) vector_cosine_ops) "
+            "WHERE kb = {kb} AND vector_dims(embedding) = {dim}").format(
+                index=sql.Identifier(index), dim=sql.Literal(dim), kb=sql.Literal(name)))
+
+
+def drop_hnsw_indexes(conn: Any, name: str, keep: str = "") -> None:
+    """Drop KB ``name``'s HNSW indexes except ``keep`` (vectors of another dimension)."""
+    from psycopg import sql
+
+    for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = "
+                                 "'kbagent_chunks' AND indexname LIKE %s",
+                                 (hnsw_index_prefix(name) + "%",)).fetchall():
+        if index != keep:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
