@@ -32,7 +32,7 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbagent.errors import BadInputError, NotFoundError
 
@@ -162,6 +162,19 @@ def front_matter_groups(value: object, origin: str = "front-matter access") -> l
                           f"{shown[:80]}")
 
 
+def read_toml(path: Path, what: str, missing_hint: str) -> dict[str, Any]:
+    """A TOML file kbagent reads for access (the users file, the server's tokens file):
+    missing, unreadable and malformed are one-line errors naming ``what``."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotFoundError(f"no {what} at {path}; {missing_hint}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"cannot read {what} {path}: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise BadInputError(f"{what} {path} is not valid TOML: {e}") from e
+
+
 def load_users(path: Path) -> dict[str, frozenset[str]]:
     """Read a users file::
 
@@ -169,15 +182,8 @@ def load_users(path: Path) -> dict[str, frozenset[str]]:
         maya = ["executives"]
         sam = []
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(f"no users file at {path}; create it (see 'Access control' in "
-                            "the README) or use --groups") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"cannot read users file {path}: {e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise BadInputError(f"users file {path} is not valid TOML: {e}") from e
+    data = read_toml(path, "users file", "create it (see 'Access control' in the README) "
+                     "or use --groups")
     users = data.get("users")
     if not isinstance(users, dict):
         raise BadInputError(f"users file {path} needs a [users] table (user = [groups])")

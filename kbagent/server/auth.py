@@ -22,12 +22,11 @@ import hashlib
 import os
 import re
 import secrets
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbagent.errors import BadInputError, NotFoundError
-from kbagent.kb.access import Principal, load_users, parse_group_list
+from kbagent.kb.access import Principal, load_users, parse_group_list, read_toml
 
 TOKENS_FILE = "tokens.toml"
 TOKEN_PREFIX = "kba_"
@@ -48,15 +47,8 @@ class TokenEntry:
 
 def read_entries(path: Path) -> list[TokenEntry]:
     """The entries of a tokens file; a malformed file is a one-line error."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(f"no tokens file at {path}; add a token with "
-                            "'kbagent serve token add NAME --groups ...'") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"cannot read tokens file {path}: {e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise BadInputError(f"tokens file {path} is not valid TOML: {e}") from e
+    data = read_toml(path, "tokens file",
+                     "add a token with 'kbagent serve token add NAME --groups ...'")
     tokens = data.get("tokens", {})
     if not isinstance(tokens, dict):
         raise BadInputError(f"tokens file {path}: [tokens] must be a table")
