@@ -31,7 +31,6 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -39,23 +38,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.access_code_probe import leaks as code_leaks
+from tests.server_support import command as server_command
+from tests.server_support import http_server, server_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLERS = ("anonymous", "engineering", "executives")
 DOC_PATH = re.compile(r"\br/MED-\d+\.md")
 
 
-def env(home: Path) -> dict[str, str]:
-    return {"KBAGENT_HOME": str(home), "PYTHONPATH": str(ROOT), "KBAGENT_GROUNDED": "false",
-            "KBAGENT_TEST_SCRIPT": "paste", "PATH": os.environ.get("PATH", ""),
-            "HOME": os.environ.get("HOME", "")}
-
-
 def command(*args: str, kbs: tuple[str, ...] = ()) -> list[str]:
     """The real CLI with the scripted LLM, serving only ``kbs`` (``few`` holds the same
     documents as ``most`` with other access: its public copies are not leaks)."""
-    return [sys.executable, "-m", "tests.scripted_kbagent", *args,
-            *[a for kb in kbs for a in ("--kb", kb)]]
+    return server_command(*args, *[a for kb in kbs for a in ("--kb", kb)])
 
 
 def sentences(text: str) -> list[str]:
@@ -159,7 +153,7 @@ def stdio_calls(home: Path, doc_kb: str, flags: list[str], ops: list) -> list[st
 
     async def go() -> list[str]:
         params = StdioServerParameters(command=cmd[0], args=cmd[1:], cwd=str(ROOT),
-                                       env=env(home))
+                                       env=server_env(home))
         with open(os.devnull, "w") as err:
             async with Client(stdio_client(params, errlog=err)) as client:
                 return await run_ops(client, ops)
@@ -167,15 +161,9 @@ def stdio_calls(home: Path, doc_kb: str, flags: list[str], ops: list) -> list[st
     return asyncio.run(go())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def add_token(home: Path, name: str, group: str) -> str:
     res = subprocess.run([sys.executable, "-m", "kbagent", "serve", "token", "add", name,
-                          "--groups", group], cwd=ROOT, env=env(home), capture_output=True,
+                          "--groups", group], cwd=ROOT, env=server_env(home), capture_output=True,
                          text=True, timeout=120, check=True)
     return res.stdout.strip()
 
@@ -187,26 +175,7 @@ def http_calls(home: Path, doc_kb: str, ops: list) -> dict[str, list[str]]:
 
     tokens = {"anonymous": None, "engineering": add_token(home, "bench-eng", "engineering"),
               "executives": add_token(home, "bench-exec", "executives,hr")}
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(command("serve", "--host", "127.0.0.1", "--port", str(port),
-                                    kbs=(doc_kb, "code")),
-                            cwd=ROOT, env=env(home), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"kbagent serve exited with {proc.returncode}")
-            try:
-                if httpx2.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("kbagent serve did not start")
-            time.sleep(0.2)
-
+    with http_server(home, "--host", "127.0.0.1", "--kb", doc_kb, "--kb", "code") as url:
         async def go(token: str | None) -> list[str]:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120))
@@ -214,13 +183,6 @@ def http_calls(home: Path, doc_kb: str, ops: list) -> dict[str, list[str]]:
                 return await run_ops(c, ops)
 
         return {who: asyncio.run(go(tok)) for who, tok in tokens.items()}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run(home: Path, doc_kb: str, secret: set[int], n_probes: int = 60,

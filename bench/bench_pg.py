@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_access import HashEmbedder, build_kbs, sentences  # noqa: E402
+from kb_nf import docs_from_hits  # noqa: E402
 
 from kbagent.evaluation.metrics import ndcg_at_k  # noqa: E402
 from kbagent.kb.access import ANONYMOUS, Principal, may_read  # noqa: E402
@@ -123,17 +124,6 @@ def beir(data: Path, name: str) -> tuple[list[dict[str, Any]], dict[str, str],
             q, d, g = line.rstrip("\n").split("\t")
             qrels.setdefault(q, {})[d] = int(g)
     return docs, {q: queries[q] for q in qrels if q in queries}, qrels
-
-
-def docs_from_hits(hits: list[Any], n: int = 10) -> list[str]:
-    out: list[str] = []
-    for h in hits:
-        d = Path(h.path).stem
-        if d not in out:
-            out.append(d)
-            if len(out) == n:
-                break
-    return out
 
 
 def section_ndcg(args: argparse.Namespace, dsn: str, work: Path) -> dict[str, Any]:
