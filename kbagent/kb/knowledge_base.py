@@ -52,7 +52,6 @@ from kbagent.settings import Settings
 # refused with the rebuild hint (its index cannot filter; --rebuild reuses its vectors).
 SCHEMA_VERSION = 2
 CHUNKER_VERSION = 3  # bump when extraction or chunking output changes: KBs then need --rebuild
-RETIRED_KEPT = 4  # stores of replaced generations kept open for readers still using them
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 GEN_RE = gen_locks.GEN_RE  # a generation folder's name: "gen-" and six or more digits
 
@@ -232,12 +231,14 @@ class KnowledgeBase:
         self.name = name
         self.dir = require_kb(settings, name)
         self.generation = ""
-        self._retired: list[Store] = []  # stores replaced by refresh(), closed by close()
+        self._retired: list[Store] = []  # the store refresh() replaced, closed by close()
         self._refresh_lock = threading.Lock()
         # shared locks on the generations this object reads, (generation, fd): ingest
-        # does not delete them meanwhile. Released by close() (or garbage collection);
-        # refresh() keeps the current one and the one it replaced (a search that
-        # started before the refresh may still read that one), and drops older ones.
+        # does not delete them meanwhile. Released by close() (or garbage collection).
+        # One rule for both: refresh() keeps the current generation and the one it
+        # replaced open and locked (a search that started before the refresh may still
+        # read that one), and closes and unlocks older ones, so a reader following a
+        # watched folder holds two generations, not one per update.
         self._gen_locks: list[tuple[str, int]] = []
         weakref.finalize(self, gen_locks.release_all, self._gen_locks)
         self._open()
@@ -300,8 +301,9 @@ class KnowledgeBase:
     def refresh(self) -> bool:
         """Reopen if an ingest published a new generation; return True if it did.
 
-        The old store is *not* closed here: another thread (a UI's search while the
-        agent reads) may still be using it. It is kept and closed by :meth:`close`."""
+        The store it replaces is *not* closed here: another thread (a UI's search while
+        the agent reads) may still be using it. It stays open and locked until the next
+        refresh or :meth:`close`; older ones are closed and unlocked."""
         if current_generation(self.dir) == self.generation and not self._more_vectors():
             return False
         with self._refresh_lock:
@@ -310,11 +312,10 @@ class KnowledgeBase:
             previous = self.generation
             self._retired.append(self.store)
             self._open()
+            for older in self._retired[:-1]:  # only the store just replaced stays open
+                older.close()
+            del self._retired[:-1]
             gen_locks.release_older(self._gen_locks, {self.generation, previous})
-            # a watched folder publishes many generations: close all but the newest
-            # retired stores (a reader still on one of those keeps working)
-            while len(self._retired) > RETIRED_KEPT:
-                self._retired.pop(0).close()
         return True
 
     def _more_vectors(self) -> bool:
