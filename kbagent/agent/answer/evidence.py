@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -183,8 +183,14 @@ def answer_types(question: str) -> list[re.Pattern[str]]:
     return [unit for q, unit in ANSWER_TYPES if q.search(question)]
 
 
-def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None
-                ) -> list[Scored]:
+# (question, unit texts) -> cosine similarity of each unit to the question, by the KB's
+# sentence embedder (passed in by the loop; None: no embedder)
+Similarity = Callable[[str, list[str]], "list[float] | None"]
+SEMANTIC_WEIGHT = 0.5  # how much a unit's meaning-closeness to the question adds
+
+
+def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None,
+                similar: Similarity | None = None) -> list[Scored]:
     """Units best first, by question coverage (rarity-weighted words, plus the kind of
     answer asked for) with small preferences: an earlier retrieval rank, a shorter
     unit."""
@@ -203,8 +209,9 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     # less covered for asking it ("Explain retries" is answered by what retries do)
     total = sum(idf.values())
     ranks = ranks or {}
+    sims = (similar(question, [u.text for u in units]) if similar else None) or [0.0] * n
     out = []
-    for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
+    for u, tok, ctx, sim in zip(units, tokens, ctx_tokens, sims, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_weight * sum(1 for k in kinds if k.search(u.text))
@@ -212,6 +219,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         coverage = min(1.0, raw)
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
+        score += SEMANTIC_WEIGHT * max(0.0, sim)
         out.append(Scored(u, score, coverage))
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))
     return out
@@ -222,13 +230,13 @@ def gather_units(citations: Iterable[Citation]) -> list[Unit]:
 
 
 def best_evidence(question: str, citations: list[Citation], limit: int = 6,
-                  per_chunk: int = 2) -> list[Scored]:
+                  per_chunk: int = 2, similar: Similarity | None = None) -> list[Scored]:
     """The ``limit`` best units for ``question`` (at most ``per_chunk`` from a chunk)."""
     ranks = {c.n: i for i, c in enumerate(citations)}
     picked: list[Scored] = []
     count: dict[int, int] = {}
     seen: set[str] = set()
-    for s in score_units(question, gather_units(citations), ranks):
+    for s in score_units(question, gather_units(citations), ranks, similar):
         key = " ".join(s.unit.text.lower().split())
         if count.get(s.unit.n, 0) >= per_chunk or key in seen:
             continue

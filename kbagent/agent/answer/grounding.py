@@ -30,6 +30,7 @@ from typing import Any
 from kbagent.agent.answer.citations import CitationLedger, content_tokens
 from kbagent.agent.answer.evidence import (
     QUESTION_WORDS,
+    Similarity,
     Scored,
     Unit,
     best_evidence,
@@ -75,6 +76,7 @@ class Grounding:
     threshold: float = ANSWERABLE_COVERAGE
     # does a chunk the caller may read contain this word? (set by the loop: KB lookups)
     mentioned: Callable[[str], bool] | None = None
+    similar: Similarity | None = None  # sentence embedder (set by the loop)
 
     # ----------------------------------------------------------- evidence
     def evidence(self, question: str | None = None, limit: int = 6,
@@ -85,7 +87,8 @@ class Grounding:
         if prefer:
             first = [c for c in cites if c.n in prefer]
             cites = first + [c for c in cites if c.n not in prefer]
-        return best_evidence(question or self.question, cites, limit=limit)
+        return best_evidence(question or self.question, cites, limit=limit,
+                             similar=self.similar)
 
     def answerable(self, evidence: list[Scored]) -> bool:
         return bool(evidence) and evidence[0].coverage >= self.threshold

@@ -139,7 +139,8 @@ class Agent:
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
         now = time.perf_counter()
-        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned)
+        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
+                                similar=self._similar)
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
@@ -161,6 +162,18 @@ class Agent:
     def _mentioned(self, word: str) -> bool:
         """Does any KB contain ``word`` in a chunk this agent's principal may read?"""
         return any(kb.mentions(word, self.principal) for kb in self.kbs.values())
+
+    def _similar(self, question: str, texts: list[str]) -> list[float] | None:
+        """Meaning-closeness of each evidence unit to the question (the KB's sentence
+        embedder); None when the searcher cannot embed (then words alone rank units)."""
+        similarity = getattr(self.searcher, "similarity", None)
+        if similarity is None or not texts:
+            return None
+        try:
+            result: list[float] | None = similarity(question, texts)
+        except Exception:  # an embedder failure must not cost the answer
+            return None
+        return result
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
