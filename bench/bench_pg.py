@@ -165,7 +165,9 @@ def section_ndcg(args: argparse.Namespace, dsn: str, work: Path) -> dict[str, An
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("section", choices=("ndcg", "latency", "access"))
+    ap.add_argument("section", choices=("ndcg", "latency", "access", "server", "scale", "rss"))
+    ap.add_argument("action", nargs="?", choices=("start", "stop"), default="start",
+                    help="server: start or stop the kept server of --work")
     ap.add_argument("--sets", default="nfcorpus,scifact")
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--dsn", default="", help="an existing server (default: start one)")
@@ -178,21 +180,46 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200, help="latency queries per mode")
     ap.add_argument("--probe", type=int, default=1500, help="access probe queries")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--work", type=Path, default=OUT / "scale",
+                    help="server/scale: folder kept between runs (corpus, KBs, server)")
+    ap.add_argument("--port", type=int, default=54326, help="server: its port")
+    ap.add_argument("--store", choices=("local", "pg"), default="local", help="scale: store")
+    ap.add_argument("--size", type=int, default=1_000_000, help="scale: chunks")
+    ap.add_argument("--step", type=int, default=100_000, help="scale: chunks per ingest")
+    ap.add_argument("--name", default="", help="rss: the KB to open")
     args = ap.parse_args()
+    if not args.data.is_dir():
+        args.data = Path("/work/shared/data")
     results: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
                                "cpus": os.cpu_count()}
-    server = None if args.dsn else PgServer()
-    dsn = args.dsn or server.start()  # type: ignore[union-attr]
-    log(f"PostgreSQL at {dsn}")
+    import pg_scale
+
+    if args.section == "server":
+        print(json.dumps(pg_scale.section_server(args)))
+        return
+    if args.section == "scale" and args.store == "pg" and not args.dsn:
+        args.dsn = (args.work / "dsn").read_text().strip()
+    need_server = args.section not in ("scale", "rss") or (
+        args.store == "pg" and args.section == "scale")
+    server = None if args.dsn or not need_server else PgServer()
+    dsn = args.dsn or (server.start() if server is not None else "")
+    log(f"PostgreSQL at {dsn or '(none)'}")
     try:
         with tempfile.TemporaryDirectory(prefix="bench_pg_") as tmp:
-            fn = {"ndcg": section_ndcg, "latency": section_latency,
-                  "access": section_access}[args.section]
-            results[args.section] = fn(args, dsn, Path(tmp))
+            if args.section in ("scale", "rss"):
+                fn = getattr(pg_scale, f"section_{args.section}")
+                results[args.section] = fn(args, dsn)
+            else:
+                fn = {"ndcg": section_ndcg, "latency": section_latency,
+                      "access": section_access}[args.section]
+                results[args.section] = fn(args, dsn, Path(tmp))
     finally:
         if server is not None:
             server.stop()
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    if args.section == "rss":
+        print(json.dumps(results))
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"pg_results_{args.section}.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))

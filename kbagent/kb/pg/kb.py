@@ -362,6 +362,11 @@ class PgKnowledgeBase:
         rows = self._execute(sql.SQL("EXPLAIN ") + built[0], built[1])
         return "\n".join(r[0] for r in rows)
 
+    def symbol_reader(self) -> Any:  # a PgSymbols (the SymbolReader protocol)
+        from kbagent.kb.pg.symbols import PgSymbols
+
+        return PgSymbols(self.store)
+
     def close(self) -> None:
         self.conn.close()
 
