@@ -183,3 +183,35 @@ def test_cli_code_and_kbs_on_a_pg_kb(settings, code_src, pg_dsn, memo):
     listed = {k["name"]: k for k in json.loads(r.stdout)}
     total = sum(p.stat().st_size for p in code_src.rglob("*") if p.is_file())
     assert listed["pgc"]["size_bytes"] == listed["loc"]["size_bytes"] == total
+
+
+CACHE = ("# Cache\n\nIntro line.\n\nThe default TTL is 1 hour.\nEntries expire after that.\n"
+         "\nUnrelated closing line.\n")
+
+
+@pytest.mark.parametrize("edit", ["rename", "rename-and-edit"])
+def test_provenance_finds_moved_text_in_another_document_of_a_pg_kb(
+        settings, make_folder, pg_dsn, memo, edit):
+    from kbagent.kb.provenance import ReferenceChecker, RefState, stamp_references
+
+    root = make_folder({"cache.md": CACHE, "other.md": "# Other\n\nSomething else.\n"})
+    pg_ingest(settings, "pgnotes", pg_dsn, root, memo)
+    kb = open_kb(settings, "pgnotes")
+    docs = [{"kb": "pgnotes", "path": "cache.md", "chunks": [
+        {"n": 1, "kb": "pgnotes", "path": "cache.md", "start_line": 5, "end_line": 6,
+         "excerpt": "The default TTL is 1 hour. Entries expire after that."}]}]
+    stamp_references({"pgnotes": kb}, docs)
+    kb.close()
+    ref = docs[0]["chunks"][0]
+    (root / "cache.md").unlink()
+    (root / "notes").mkdir()
+    text = CACHE if edit == "rename" else CACHE.replace("Unrelated closing", "Edited")
+    (root / "notes" / "ttl.md").write_text(text, encoding="utf-8")
+    pg_ingest(settings, "pgnotes", pg_dsn, root, memo)
+    checker = ReferenceChecker(settings)
+    try:
+        c = checker.check(ref)
+    finally:
+        checker.close()
+    assert c.state is RefState.MOVED, c.detail
+    assert (c.now_path, c.now_start, c.now_end) == ("notes/ttl.md", 5, 6)

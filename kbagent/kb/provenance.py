@@ -19,7 +19,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -205,21 +204,11 @@ def _candidates(kb: _Kb, ref: dict[str, Any], exclude: str) -> list[str]:
     """Documents that may hold the cited text, without reading them all: the ones
     with the old content hash (a pure rename) first, then the ones whose stored
     text has the longest words of the reference's excerpt (at most 50)."""
-    conn = getattr(kb.store, "conn", None)
-    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL KB: not searched (yet)
-        return []
-    out = [r[0] for r in conn.execute("SELECT path FROM documents WHERE content_hash = ? "
-                                      "AND path != ? ORDER BY path",
-                                      (str(ref.get("doc_hash", "")), exclude))]
     words = sorted(set(_WORD.findall(str(ref.get("excerpt", "")))), key=lambda w: (-len(w), w))
-    if not words:
-        return out
-    like = " AND ".join(["text LIKE ? ESCAPE '\\'"] * min(3, len(words)))
-    pats = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            for w in words[:3]]
-    rows = conn.execute(f"SELECT path FROM documents WHERE path != ? AND {like} "
-                        "ORDER BY path LIMIT 50", (exclude, *pats))
-    return out + [r[0] for r in rows if r[0] not in out]
+    found: tuple[list[str], list[str]] = kb.store.text_candidates(
+        str(ref.get("doc_hash", "")), words[:3], exclude)  # the local or PostgreSQL store
+    same, having = found
+    return same + [p for p in having if p not in same]
 
 
 def word_diff(old: str, new: str) -> list[str]:

@@ -56,6 +56,9 @@ class ChunkReader(Protocol):
 
     def first_headings(self) -> list[tuple[str, str, str | None, list[str]]]: ...
 
+    def text_candidates(self, doc_hash: str, words: list[str], exclude: str
+                        ) -> tuple[list[str], list[str]]: ...
+
 
 class LexicalReader(Protocol):
     def search(self, query: str, limit: int,
