@@ -17,10 +17,21 @@ latency  a corpus of real text from the four shared data sets (bench/kb_big.py's
          synthetic vectors (bench_access.HashEmbedder: vector latency does not depend
          on what vectors mean); ingest time per 1,000 chunks (no model), open time,
          disk, search p50/p95 per mode through HybridSearcher (query vectors given),
-         local vs PostgreSQL, interleaved query by query.
+         local vs PostgreSQL, interleaved query by query; then each KB opened alone in
+         a fresh process for its resident memory (bench/pg_scale.py rss).
 access   bench_access's leak probe through the PostgreSQL store: queries built from
          restricted documents' own sentences and vectors, random mode, k and caller;
          restricted chunks returned must be 0.
+
+server / scale / rss   the 1M-chunk runs (bench/pg_scale.py: a kept server, a
+         stepwise resumable ingest per store, the memory probe)::
+
+    W=bench/out/scale
+    .venv/bin/python bench/bench_pg.py server start --work $W
+    .venv/bin/python bench/bench_pg.py scale --store local --size 1000000 --step 100000 --work $W
+    .venv/bin/python bench/bench_pg.py scale --store pg --size 1000000 --step 100000 --work $W
+    .venv/bin/python bench/bench_pg.py latency --sizes 1000000 --ingest none \
+        --home $W/home --dsn $(cat $W/dsn) --queries 100
 
 JSON in ``bench/out/pg_results_<section>.json``; a table on stdout.
 """
@@ -255,7 +266,7 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
     for size in [int(x) for x in args.sizes.split(",") if x]:
         folder = work / f"big{size}"
         settings = Settings.load(home=home, bm25_first_chunks=0)
-        row: dict[str, Any] = {}
+        row: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()]}
         kbs = {}
         for store in ("local", "pg"):
             name = f"big{size}-{store}"
@@ -307,6 +318,13 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
                 f"pg {row['pg'][f'{mode}_p50_ms']} ms (p50)")
         for kb in kbs.values():
             kb.close()
+        from pg_scale import rss_probe
+
+        for store in ("local", "pg"):  # each store alone in a fresh process
+            row[store]["memory"] = rss_probe(store, f"big{size}-{store}", home, dsn,
+                                             args.queries, args.data)
+            log(f"{size} {store} memory: {row[store]['memory']}")
+        row["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
         out[str(size)] = row
     return out
 
