@@ -198,6 +198,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1_000_000, help="scale: chunks")
     ap.add_argument("--step", type=int, default=100_000, help="scale: chunks per ingest")
     ap.add_argument("--name", default="", help="rss: the KB to open")
+    ap.add_argument("--probe-queries", type=int, default=0,
+                    help="scale: after each step, open the KB alone and time this many "
+                         "queries per mode, with its resident memory (0: no probe)")
     args = ap.parse_args()
     if not args.data.is_dir():
         args.data = Path("/work/shared/data")

@@ -12,9 +12,11 @@ ingest, and a resident-memory probe (issue 26).
             (a generation, a transaction), so a killed run resumes at its step; each
             finished step is appended to ``W/scale_<store>.json``: seconds, seconds
             per 1,000 new chunks without the embedder's time, disk, load average.
+            With ``--probe-queries N``, each finished step is also probed (``rss``).
 ``rss``     open one KB in a fresh process and report resident memory (VmRSS)
-            before the open, after it and after the searches; for PostgreSQL also
-            the server backend's RSS and PSS (``/proc/PID/smaps_rollup``).
+            before the open, after it and after N searches per mode (p50/p95 of
+            those searches: this store alone, not interleaved); for PostgreSQL
+            also the server backend's RSS and PSS (``/proc/PID/smaps_rollup``).
 """
 
 from __future__ import annotations
@@ -153,6 +155,15 @@ def db_size(dsn: str) -> int:
         return int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
 
+def _probe(args: argparse.Namespace, row: dict[str, Any], store: str, name: str,
+           home: Path, dsn: str) -> None:
+    """This store alone, in a fresh process, at this step's size."""
+    before = load_avg()
+    row["probe"] = rss_probe(store, name, home, dsn, args.probe_queries, args.data)
+    row["probe"].update(load_before=before, load_after=load_avg())
+    log(f"{store} probe at {row['chunks_total']} chunks: {row['probe']}")
+
+
 def section_scale(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
     from kbagent.kb.stores import ingestor_for
 
@@ -183,6 +194,10 @@ def section_scale(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             linked += 1
         if target in done:
             continue
+        last = results["steps"][-1] if results["steps"] else None
+        if args.probe_queries and last is not None and "probe" not in last:
+            _probe(args, last, store, name, settings.home, dsn)  # the KB is still at it
+            write_json(out_file, results)
         emb = TimedEmbedder()
         before = load_avg()
         log(f"{store} step {target}: {linked} files, {cum} chunks planned; ingesting")
@@ -205,6 +220,9 @@ def section_scale(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
                    finished_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
         results["steps"].append(row)
         write_json(out_file, results)
+        if args.probe_queries:
+            _probe(args, row, store, name, settings.home, dsn)
+        write_json(out_file, results)
         log(f"{store} step {target}: {row}")
     return results
 
@@ -215,6 +233,11 @@ def _status_kb(pid: int | str, field: str, path: str = "status") -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))]
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -246,8 +269,13 @@ def section_rss(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
         out["pg_backend_rss_after_open_mb"] = rss_mb(backend)
     searcher = HybridSearcher([kb])
     for mode in MODES:
+        times = []
         for q, v in zip(queries, qvecs, strict=True):
+            t0 = time.perf_counter()
             searcher.search(q, k=10, mode=mode, query_vectors={kb.embedding_space: v})
+            times.append((time.perf_counter() - t0) * 1000)
+        out[f"{mode}_p50_ms"] = round(pct(times, 50), 2)
+        out[f"{mode}_p95_ms"] = round(pct(times, 95), 2)
     out["rss_after_searches_mb"] = rss_mb()
     out["rss_peak_mb"] = round(_status_kb("self", "VmHWM") / 1024, 1)
     out["searches"] = len(queries) * len(MODES)
