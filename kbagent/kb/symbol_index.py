@@ -1,4 +1,6 @@
-"""The symbol index of a KB generation: tables in its ``kb.sqlite`` and the lookups.
+"""The symbol index of a KB generation: tables in its ``kb.sqlite`` and the lookups
+(:class:`SymbolIndex`, which reads a PostgreSQL KB's tables the same way:
+:mod:`kbagent.kb.pg.symbols`).
 
 Ingest fills three tables beside ``documents`` (created here, not in the
 store's schema, so a KB made before them stays readable):
