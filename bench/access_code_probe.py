@@ -29,9 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbagent.agent.citations import CitationLedger
-from kbagent.agent.schema import validate
-from kbagent.agent.tools import ToolContext, registry, run_tool
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.schema import validate
+from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase

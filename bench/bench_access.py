@@ -64,9 +64,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import access_code_probe, access_server_probe  # noqa: E402
-from kbagent.agent.citations import CitationLedger  # noqa: E402
-from kbagent.agent.schema import validate  # noqa: E402
-from kbagent.agent.tools import ToolContext, registry, run_tool  # noqa: E402
+from kbagent.agent.answer.citations import CitationLedger  # noqa: E402
+from kbagent.agent.tools.base import ToolContext  # noqa: E402
+from kbagent.agent.tools.schema import validate  # noqa: E402
+from kbagent.agent.tools.toolset import registry, run_tool  # noqa: E402
 from kbagent.kb import vectors as vectors_module  # noqa: E402
 from kbagent.kb.access import ANONYMOUS, Principal, may_read  # noqa: E402
 from kbagent.kb.ingest import Ingestor  # noqa: E402

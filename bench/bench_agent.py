@@ -80,7 +80,7 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def _sentence_key(text: str) -> str:
-    from kbagent.agent.answer import repeat_key  # the processor's own notion of a repeat
+    from kbagent.agent.answer.sentences import repeat_key  # the processor's own notion of a repeat
 
     return repeat_key(text)
 
@@ -91,7 +91,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
         kb_dir: Path = ROOT / "sample_kb", model: str = "",
         partial: Path | None = None, resume: bool = False) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
-    from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+    from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import KnowledgeBase

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from kbagent.kb.extract import Skip, extract
+from kbagent.kb.extract import extract
+from kbagent.kb.source_text import Skip
 from kbagent.kb.store import Store
 from kbagent.kb.symbol_index import (
     MANIFEST_KEY,

@@ -3,7 +3,7 @@
 For the first N questions of a HotpotQA (IRCoT) set over the KB that ``kbagent eval
 qa`` builds (``eval-hotpotqa`` under ``$KBAGENT_HOME``; run that command once first),
 search the question (top 5, as the harness's first step does), then each follow-up
-query :func:`kbagent.agent.followup.followups` proposes from the hits so far (top 5,
+query :func:`kbagent.agent.run.hops.followups` proposes from the hits so far (top 5,
 up to ``--followups``), and report supporting-paragraph recall before and after.
 It measures the proposals, not the model: the agent's own numbers come from
 ``kbagent eval qa --compare-modes agent,rag``.
@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from kbagent.agent.followup import Hit, followups, title_of
+from kbagent.agent.run.hops import Hit, followups, title_of
 from kbagent.evaluation.qa_data import load_qa
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher

@@ -44,7 +44,7 @@ import json, resource, sys, time
 from pathlib import Path
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.extract import extract
-from kbagent.kb.formats import ExtractLimits
+from kbagent.kb.formats.builder import ExtractLimits
 import docx, pptx, openpyxl, ebooklib, nbformat, pypdfium2  # imports before the baseline
 
 def rss_kb(field):

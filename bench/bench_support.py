@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.support_labels import Labelled, load_labels  # noqa: E402
-from kbagent.agent import support as sp  # noqa: E402
+from kbagent.agent.answer import support as sp  # noqa: E402
 
 Verdicts = list[bool]
 

@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def measure() -> list[dict[str, Any]]:
-    from kbagent.agent.evidence import question_terms
-    from kbagent.agent.grounding import LONG_QUESTION_TERMS, Grounding
+    from kbagent.agent.answer.evidence import question_terms
+    from kbagent.agent.answer.grounding import LONG_QUESTION_TERMS, Grounding
     from kbagent.agent.llm.scripted import ScriptedLLM
-    from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+    from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import KnowledgeBase

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbagent.agent.citations import clean_text  # noqa: E402
+from kbagent.agent.answer.citations import clean_text  # noqa: E402
 
 SAMPLE_KB = ROOT / "sample_kb"
 LABELS = ROOT / "tests/data/support_labels.jsonl"
@@ -93,7 +93,7 @@ def collect(modes: list[str], limit: int, ids: list[str], home: Path | None = No
     """Run the model; append each run (answer, sentences, every chunk the tools showed
     it) to RUNS, then rebuild the candidates from all runs."""
     from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
-    from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+    from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import KnowledgeBase
@@ -140,7 +140,7 @@ def candidates() -> None:
     also paired with the closest chunk of the run it does not cite (``alternate``, id
     suffix ``-alt``; same third), as the grounding check of a sentence looks for a
     source that carries it: more labelled pairs from the same slow runs."""
-    from kbagent.agent.citations import content_tokens
+    from kbagent.agent.answer.citations import content_tokens
 
     count = 0
     seen: set[str] = set()

@@ -157,7 +157,7 @@ def answered_ids(output: Path) -> set[str]:
             else:
                 dropped = True
     if dropped:
-        from kbagent.kb.knowledge_base import write_atomic
+        from kbagent.kb.file_modes import write_atomic
 
         write_atomic(output, "".join(keep))
     return ids

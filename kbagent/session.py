@@ -2,7 +2,7 @@
 
 It opens KBs (several at once: a missing or corrupted one is reported in
 ``failed_kbs`` while the others are served), loads the LLM, builds the
-:class:`~kbagent.agent.loop.Agent`, owns one cancel token per run, and saves /
+:class:`~kbagent.agent.run.loop.Agent`, owns one cancel token per run, and saves /
 resolves the last answer's references. It imports no UI library (Textual,
 Typer, rich): tests/test_layering.py checks that.
 
@@ -82,7 +82,7 @@ def last_answer_path(settings: Settings, principal: Principal = ANONYMOUS) -> Pa
 
 def save_last_answer(settings: Settings, result: Any, principal: Principal = ANONYMOUS) -> None:
     """Keep the last answer (with every reference seen) for ``kbagent ref``."""
-    from kbagent.kb.knowledge_base import write_atomic
+    from kbagent.kb.file_modes import write_atomic
 
     private_dir(settings.home)  # the answer quotes documents: 0700 here, the file 0600
     data = {**result.to_dict(), "all_references": result.all_references}
@@ -300,7 +300,7 @@ class Session:
 
     def agent(self, llm: Any = None) -> Any:
         """A fresh agent over the session's KBs (``llm``: e.g. a tracing wrapper)."""
-        from kbagent.agent.loop import Agent, AgentConfig
+        from kbagent.agent.run.loop import Agent, AgentConfig
 
         config = AgentConfig.from_settings(self.settings, mode=self.mode, tools=self.tools,
                                            max_steps=self.max_steps,
@@ -336,7 +336,7 @@ class Session:
         if trace_to is None:
             yield from self.agent().run(question, cancel=token)
             return
-        from kbagent.agent.trace import TraceWriter, TracingLLM
+        from kbagent.agent.llm.trace import TraceWriter, TracingLLM
 
         writer = TraceWriter(trace_to)
         result = None

@@ -66,7 +66,7 @@ class Settings:
     time_limit: float = 180.0  # seconds of wall time per question
     # grounded answers: facts checked against what they cite (repaired or removed),
     # multi-part and arithmetic questions taken apart by the harness, abstention when
-    # nothing covers the question (kbagent/agent/grounding.py)
+    # nothing covers the question (kbagent/agent/answer/grounding.py)
     grounded: bool = True
     # TUI: remapped keys, "binding.id=keys;..." (ids in the README's TUI section)
     tui_keymap: str = ""

@@ -10,9 +10,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from kbagent.agent.citations import CitationLedger
-from kbagent.agent.schema import validate
-from kbagent.agent.tools import ToolContext, registry, run_tool
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.schema import validate
+from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.cli import app
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.ingest import Ingestor

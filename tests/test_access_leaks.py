@@ -13,11 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.citations import CitationLedger
+from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
-from kbagent.agent.schema import validate
-from kbagent.agent.tools import ToolContext, registry, run_tool
+from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.schema import validate
+from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from kbagent.kb.access import ANONYMOUS, Principal

@@ -18,7 +18,7 @@ from kbagent.agent.events import (
     ThoughtDelta,
 )
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 
@@ -295,9 +295,9 @@ class FakeClock:
 
 
 def test_time_limit_stops_a_step_and_forces_the_final_answer(kb, monkeypatch):
-    import kbagent.agent.generation as generation
-    import kbagent.agent.loop as loop
-    import kbagent.agent.state as state
+    import kbagent.agent.run.generation as generation
+    import kbagent.agent.run.loop as loop
+    import kbagent.agent.run.state as state
 
     clock = FakeClock()
     for module in (loop, generation, state):

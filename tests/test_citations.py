@@ -6,12 +6,14 @@ import json
 
 import pytest
 
-from kbagent.agent.answer import AnswerProcessor, normalize_markers, sentence_spans
-from kbagent.agent.citations import DEFAULT_CAP as CAP
-from kbagent.agent.citations import CitationLedger, clean_text
+from kbagent.agent.answer.citations import DEFAULT_CAP as CAP
+from kbagent.agent.answer.citations import CitationLedger, clean_text
+from kbagent.agent.answer.processor import AnswerProcessor
+from kbagent.agent.answer.sentences import normalize_markers, sentence_spans
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
-from kbagent.agent.tools import ToolContext, registry, run_tool
+from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
@@ -39,7 +41,7 @@ def ctx(settings, make_folder, embedder):
 
 
 def call(ctx, tool, **args):
-    from kbagent.agent.schema import validate
+    from kbagent.agent.tools.schema import validate
 
     t = registry("full")[tool]
     out, _ = run_tool(t, ctx, validate(tool, t.parameters, args))

@@ -10,7 +10,7 @@ import pytest
 
 from bench.disk_check import resolves
 from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.kb.knowledge_base import KnowledgeBase
 from tests.conftest import ROOT, SAMPLE_KB
 

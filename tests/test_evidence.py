@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from kbagent.agent.citations import Citation, clean_text
-from kbagent.agent.decompose import (
+from kbagent.agent.answer.citations import Citation, clean_text
+from kbagent.agent.answer.evidence import (
+    best_evidence,
+    facts_of,
+    missing_facts,
+    numbers_in,
+    units_of,
+)
+from kbagent.agent.run.decompose import (
     Operand,
     calc_plan_of,
     expression,
     find_operand,
     parse_value,
     parts_of,
-)
-from kbagent.agent.evidence import (
-    best_evidence,
-    facts_of,
-    missing_facts,
-    numbers_in,
-    units_of,
 )
 
 REPORT = """# Q2 2026 Quarterly Financial Report

@@ -6,7 +6,8 @@ import codecs
 
 import pytest
 
-from kbagent.kb.extract import ExtractError, Skip, detect_format, extract
+from kbagent.kb.extract import detect_format, extract
+from kbagent.kb.source_text import ExtractError, Skip
 
 
 def test_markdown_front_matter_sets_title_and_access_and_keeps_line_numbers():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbagent.agent.trace import TraceWriter
+from kbagent.agent.llm.trace import TraceWriter
 from kbagent.history import History
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from kbagent.agent.events import Action, Final, Observation
-from kbagent.agent.followup import (
+from kbagent.agent.llm.scripted import ScriptedLLM
+from kbagent.agent.run.hops import (
     Hit,
     bridges,
     compared,
@@ -19,8 +20,7 @@ from kbagent.agent.followup import (
     near_duplicate,
     title_of,
 )
-from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import MAX_FOLLOWUPS, Agent, AgentConfig
+from kbagent.agent.run.loop import MAX_FOLLOWUPS, Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 

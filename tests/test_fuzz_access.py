@@ -29,7 +29,8 @@ from kbagent.kb.access import (
     parse_access_rules,
     parse_group_list,
 )
-from kbagent.kb.extract import Skip, extract
+from kbagent.kb.extract import extract
+from kbagent.kb.source_text import Skip
 
 EXAMPLES = int(os.environ.get("KBAGENT_FUZZ_EXAMPLES", "400"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

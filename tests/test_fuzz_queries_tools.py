@@ -22,9 +22,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kbagent.agent.citations import CitationLedger
-from kbagent.agent.schema import ArgumentError, validate
-from kbagent.agent.tools import ToolContext, ToolOutput, registry, run_tool
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.tools.base import ToolContext, ToolOutput
+from kbagent.agent.tools.schema import ArgumentError, validate
+from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.errors import BadInputError
 
 pytestmark = pytest.mark.timeout(1200)
@@ -186,7 +187,7 @@ def test_fuzz_tool_arguments_become_observations(sample_kb, capsys):
 def test_fuzz_model_written_actions_through_the_agent_loop(sample_kb, capsys):
     from kbagent.agent.events import Final, Observation
     from kbagent.agent.llm.scripted import ScriptedLLM
-    from kbagent.agent.loop import Agent, AgentConfig
+    from kbagent.agent.run.loop import Agent, AgentConfig
 
     seen = {"examples": 0, "observations": 0}
     final = "Thought: Done.\nFinal Answer: The knowledge base was searched."

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kbagent.agent.react import (
+from kbagent.agent.run.react import (
     MAX_THOUGHT,
     ProtocolError,
     StepStreamer,
@@ -14,8 +14,8 @@ from kbagent.agent.react import (
     parse_step,
     step_grammar,
 )
-from kbagent.agent.schema import ArgumentError, validate, worst_case_bytes
-from kbagent.agent.tools import registry
+from kbagent.agent.tools.schema import ArgumentError, validate, worst_case_bytes
+from kbagent.agent.tools.toolset import registry
 
 
 def test_grammar_names_every_tool_and_the_final_answer():

@@ -10,7 +10,7 @@ import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Final
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig
+from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kbagent.agent.citations import CitationLedger
+from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.events import ErrorEvent, Observation, Source, StepStarted
 from kbagent.agent.kinds import (
     DONE,

@@ -61,7 +61,7 @@ print(json.dumps(bad))
 
 
 def test_every_neutral_module_is_listed():
-    for name in ("kbagent.agent.llm.llama", "kbagent.kb.views", "kbagent.agent.loop",
+    for name in ("kbagent.agent.llm.llama", "kbagent.kb.views", "kbagent.agent.run.loop",
                  "kbagent.session", "kbagent.kb.search", "kbagent.agent.events",
                  "kbagent.batch", "kbagent.evaluation.metrics"):
         assert name in NEUTRAL

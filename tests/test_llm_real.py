@@ -12,11 +12,12 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from kbagent.agent import prompts
 from kbagent.agent.llm.base import Message, complete
-from kbagent.agent.react import ProtocolError, action_token_bound, parse_step, step_grammar
-from kbagent.agent.schema import ArgumentError, validate
-from kbagent.agent.tools import ToolContext, registry, run_tool
+from kbagent.agent.run import prompts
+from kbagent.agent.run.react import ProtocolError, action_token_bound, parse_step, step_grammar
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.schema import ArgumentError, validate
+from kbagent.agent.tools.toolset import registry, run_tool
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -38,8 +39,8 @@ def test_every_generated_grammar_compiles_in_llama_cpp():
     code = textwrap.dedent("""
         from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
         from kbagent.agent.llm.base import Message, complete
-        from kbagent.agent.react import step_grammar
-        from kbagent.agent.tools import registry
+        from kbagent.agent.run.react import step_grammar
+        from kbagent.agent.tools.toolset import registry
         llm = LlamaCppLLM(bundled_model_path(), n_ctx=1024)
         msgs = [Message("user", "Search the knowledge base.")]
         for mode in ("knowledge", "full"):
@@ -106,7 +107,7 @@ def test_real_model_steps_always_parse(llm, sample_settings, capsys):
             if step.final is not None or depth == 1:
                 break
             ctx = ToolContext({"sample": kb}, HybridSearcher([kb]),
-                              __import__("kbagent.agent.citations",
+                              __import__("kbagent.agent.answer.citations",
                                          fromlist=["CitationLedger"]).CitationLedger())
             args = validate(step.action, tools[step.action].parameters, step.args)
             out, _ = run_tool(tools[step.action], ctx, args)

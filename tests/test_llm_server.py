@@ -14,9 +14,9 @@ import pytest
 
 from kbagent.agent.llm.base import Message, complete
 from kbagent.agent.llm.openai_compat import OpenAICompatLLM
-from kbagent.agent.loop import Agent, AgentConfig
-from kbagent.agent.react import parse_step, step_grammar
-from kbagent.agent.tools import registry
+from kbagent.agent.run.loop import Agent, AgentConfig
+from kbagent.agent.run.react import parse_step, step_grammar
+from kbagent.agent.tools.toolset import registry
 from kbagent.errors import BackendError, BadInputError
 
 pytestmark = pytest.mark.slow

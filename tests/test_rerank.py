@@ -272,7 +272,7 @@ def test_ask_uses_the_configured_reranker(server, sample_settings, monkeypatch):
 def test_agent_search_with_a_failing_reranker_keeps_hits_and_says_so(sample_settings):
     from kbagent.agent.events import Observation
     from kbagent.agent.llm.scripted import ScriptedLLM
-    from kbagent.agent.loop import Agent, AgentConfig
+    from kbagent.agent.run.loop import Agent, AgentConfig
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.kb.search import HybridSearcher
 

@@ -16,7 +16,7 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Final, ThoughtDelta
 from kbagent.agent.llm.base import Message
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.loop import Agent, AgentConfig, run_to_result
+from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.cli import app
 from kbagent.errors import ExitCode, KbCorruptError, NotFoundError
 from kbagent.kb.knowledge_base import KnowledgeBase, current_generation

@@ -94,7 +94,7 @@ def test_typed_values_from_the_config_file_keep_their_type(kb_home):
 
 
 def test_defaults_have_one_source():
-    from kbagent.agent.state import AgentConfig
+    from kbagent.agent.run.state import AgentConfig
     from kbagent.settings import default
 
     cfg, s = AgentConfig(), Settings()

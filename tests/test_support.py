@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from bench.bench_support import prf
 from bench.support_labels import load_labels
-from kbagent.agent.answer import AnswerProcessor
-from kbagent.agent.citations import CitationLedger, content_tokens
-from kbagent.agent.support import overlap, support, unit_overlap
+from kbagent.agent.answer.citations import CitationLedger, content_tokens
+from kbagent.agent.answer.processor import AnswerProcessor
+from kbagent.agent.answer.support import overlap, support, unit_overlap
 
 REPORT = """## Headcount
 

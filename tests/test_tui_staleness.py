@@ -9,7 +9,7 @@ import asyncio
 from typing import Any
 
 from kbagent.agent.llm.scripted import ScriptedLLM
-from kbagent.agent.trace import result_from_dict
+from kbagent.agent.llm.trace import result_from_dict
 from kbagent.kb.ingest import Ingestor
 from kbagent.tui.app import KbApp
 from kbagent.tui.ask import AskScreen

@@ -144,7 +144,7 @@ def test_a_trace_is_verified_from_its_final_event(world, tmp_path):
 
 
 def test_history_answers_are_verified(world, settings):
-    from kbagent.agent.trace import result_from_dict
+    from kbagent.agent.llm.trace import result_from_dict
     from kbagent.history import History
 
     root, reingest, _, out = world

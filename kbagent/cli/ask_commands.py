@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
-from kbagent.cli import app
+from kbagent.cli.app import app
 from kbagent.cli.common import (
     AsOpt,
     GroupsOpt,

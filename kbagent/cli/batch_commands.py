@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
-from kbagent.cli import app
+from kbagent.cli.app import app
 from kbagent.cli.ask_commands import threading_main
 from kbagent.cli.common import (
     AS_HELP,
@@ -236,7 +236,7 @@ def replay(
     """Show a recorded run as `kbagent ask` showed it, or reproduce it offline (as the
     caller named by --as/--groups, never as the one written in the trace)."""
     from kbagent.agent.events import Final
-    from kbagent.agent.trace import read_trace, trace_events
+    from kbagent.agent.llm.trace import read_trace, trace_events
     from kbagent.cli.render import EventRenderer
 
     records = read_trace(trace_file)

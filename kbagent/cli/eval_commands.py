@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
-from kbagent.cli import app
+from kbagent.cli.app import app
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
 from kbagent.cli.kb_commands import _ProgressBar, ingest_interrupted
 from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 import typer
 
-from kbagent.cli import app
+from kbagent.cli.app import app
 from kbagent.cli.common import (
     AsOpt,
     GroupsOpt,

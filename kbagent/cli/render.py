@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import (
     Action,
     AgentResult,
@@ -16,7 +17,6 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
-from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import StepKind
 from kbagent.cli.common import literal
 from kbagent.text import shorten

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kbagent.cli import app
+from kbagent.cli.app import app
 from kbagent.cli.common import AsOpt, GroupsOpt, handles_errors, principal_from, settings_from
 from kbagent.errors import BadInputError
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from kbagent.kb.file_modes import private_dir, tighten_tree
-from kbagent.kb.knowledge_base import fsync_path, new_manifest, write_atomic
+from kbagent.kb.file_modes import fsync_path, private_dir, tighten_tree, write_atomic
+from kbagent.kb.knowledge_base import new_manifest
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
 from kbagent.kb.vectors import VectorIndex

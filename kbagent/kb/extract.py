@@ -9,14 +9,15 @@ a reason a person can act on; parse failures raise :class:`ExtractError`.
 
 from __future__ import annotations
 
-import codecs
 import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from kbagent.kb.access import HIDDEN_GROUP, MalformedAccess, front_matter_groups
-from kbagent.kb.formats import RICH_FORMATS, ExtractLimits
+from kbagent.kb.formats import RICH_FORMATS
+from kbagent.kb.formats.builder import ExtractLimits
 from kbagent.kb.models import MD_HEADING, ExtractedDoc, Line
+from kbagent.kb.source_text import Skip, decode_text
 
 MARKDOWN = {".md", ".markdown", ".mdx", ".mdown"}
 TEXT = {".txt", ".text", ".csv", ".tsv", ".org", ".adoc", ".tex", ".log"}
@@ -51,14 +52,6 @@ _ACCESS_KEY = re.compile(r"""^[\s-]*["']?access["']?\s*[:=]""", re.IGNORECASE | 
 _ACCESS_WORD = re.compile(r"""^[\s\-?"']*access\b""", re.IGNORECASE | re.MULTILINE)
 
 
-class Skip(Exception):
-    """The file is deliberately not ingested; the message is the reason."""
-
-
-class ExtractError(Exception):
-    """The file looked ingestible but could not be parsed; the message is why."""
-
-
 def detect_format(path: str) -> tuple[str, str]:
     """Return (format, language) for a path, format '' when only sniffing can tell."""
     p = PurePosixPath(path)
@@ -80,20 +73,6 @@ def detect_format(path: str) -> tuple[str, str]:
     if ext in BINARY:
         return "binary", ""
     return "", ""
-
-
-def decode_text(data: bytes) -> str:
-    """Decode UTF-8 (with or without BOM) or BOM-marked UTF-16; otherwise :class:`Skip`."""
-    if b"\x00" in data[:8192] and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise Skip("binary content (NUL bytes)")
-    try:
-        if data.startswith(codecs.BOM_UTF8):
-            return data[3:].decode("utf-8")
-        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            return data.decode("utf-16")
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Skip(f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})") from e
 
 
 def split_lines(text: str) -> list[Line]:

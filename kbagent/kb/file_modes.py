@@ -83,3 +83,22 @@ def tighten_tree(root: Path) -> None:
             tighten(Path(base, d), DIR_MODE)
         for f in files:
             tighten(Path(base, f), FILE_MODE)
+
+
+def write_atomic(path: Path, data: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open_private(tmp) as f:  # 0600: a last answer or a manifest quotes documents
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_path(path.parent)
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (a directory: so that a rename in it is durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kbagent.errors import BadInputError, NotFoundError
+from kbagent.errors import BadInputError
 from kbagent.kb import symbol_index
 from kbagent.kb.access import (
     HIDDEN_GROUP,
@@ -38,9 +36,9 @@ from kbagent.kb.embedder import (
     load_embedder,
     remote_embedder,
 )
-from kbagent.kb.extract import ExtractError, Skip, extract
-from kbagent.kb.file_modes import private_dir, tighten_tree
-from kbagent.kb.formats import ExtractLimits
+from kbagent.kb.extract import extract
+from kbagent.kb.file_modes import fsync_path, private_dir, tighten_tree, write_atomic
+from kbagent.kb.formats.builder import ExtractLimits
 from kbagent.kb.generations import (
     EmbeddingCache,
     base_generation,
@@ -53,17 +51,19 @@ from kbagent.kb.generations import (
     read_base_manifest,
     salvage_vectors,
 )
-from kbagent.kb.knowledge_base import (
-    fsync_path,
-    kb_dir,
-    new_manifest,
-    validate_name,
-    write_atomic,
+from kbagent.kb.ingest_plan import (
+    BuildPlan,
+    Pending,
+    check_source,
+    hide_malformed,
+    runtime_fields,
 )
+from kbagent.kb.knowledge_base import kb_dir, new_manifest, validate_name
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.lock import WriterLock
-from kbagent.kb.models import Chunk, ExtractedDoc, FileReport, IngestReport
+from kbagent.kb.models import FileReport, IngestReport
 from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
+from kbagent.kb.source_text import ExtractError, Skip
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
 from kbagent.kb.walker import is_named, walk, walk_named
@@ -72,36 +72,6 @@ from kbagent.settings import Settings
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
 EMBED_GROUP = 256  # chunks per encode call: big enough to batch well, small for progress
 VECTOR_GROUP = 4096  # vectors per usearch add: one call per document costs ~30% more
-
-
-def _hide(fr: FileReport, why: str) -> None:
-    """Mark a file stored readable by nobody because its access declaration is malformed."""
-    fr.hidden = True
-    fr.reason = f"malformed access declaration ({why}); hidden until fixed"
-
-
-@dataclass
-class _Pending:
-    report: FileReport
-    doc: ExtractedDoc
-    chunks: list[Chunk]
-    content_hash: str
-    size: int
-    hashes: list[str]
-
-
-@dataclass
-class _BuildPlan:
-    """What the scan decided, for :meth:`Ingestor._build` to write."""
-
-    source: Path
-    report: IngestReport
-    base_gen: str | None  # the generation to build on (None: the first one)
-    base_manifest: dict[str, Any] | None  # None: build it whole (no base, or a BM25-only one)
-    base_docs: dict[str, Any]  # path -> the base's DocRow
-    pending: list[_Pending]  # documents to add
-    removed: list[str]  # paths to delete
-    model_id: str  # the vector space
 
 
 class Ingestor:
@@ -152,14 +122,7 @@ class Ingestor:
         return report
 
     def _check_source(self, source: Path) -> Path:
-        source = Path(source).expanduser()
-        if not source.exists():
-            raise NotFoundError(f"no such folder: {source}")
-        if not source.is_dir():
-            raise BadInputError(f"{source} is a file; kbagent ingest takes a folder")
-        if not os.access(source, os.R_OK | os.X_OK):
-            raise BadInputError(f"cannot read folder {source} (permission denied)")
-        return source.resolve()
+        return check_source(source)
 
     def _run_locked(self, source: Path, rebuild: bool) -> IngestReport:
         report = IngestReport(self.name, str(source))
@@ -207,18 +170,18 @@ class Ingestor:
             self._partial = publish_bm25_first(self, source, base_gen, pending,
                                                model_of(model_id), self.embedder.dim)
             base_gen = self._partial.gen
-        self._build(_BuildPlan(source, report, base_gen, base_manifest, base_docs, pending,
+        self._build(BuildPlan(source, report, base_gen, base_manifest, base_docs, pending,
                                removed, model_id))
         report.files.sort(key=lambda f: f.path)
         return report
 
     # ------------------------------------------------------------------ scan
     def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
-              model_id: str) -> tuple[list[_Pending], set[str]]:
+              model_id: str) -> tuple[list[Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         files = list(walk(source)) if self.only_paths is None else walk_named(
             source, self.only_paths, base_docs)
-        pending: list[_Pending] = []
+        pending: list[Pending] = []
         keep: set[str] = set()
         for i, sf in enumerate(files):
             self._progress("scan", i, len(files))
@@ -246,7 +209,7 @@ class Ingestor:
                     and old.located):
                 fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
                 if HIDDEN_GROUP in old.access:
-                    _hide(fr, "unchanged since the last ingest")
+                    hide_malformed(fr, "unchanged since the last ingest")
                 report.files.append(fr)
                 keep.add(sf.path)
                 continue
@@ -268,7 +231,7 @@ class Ingestor:
                     and old.located):
                 fr = FileReport(sf.path, "unchanged", chunks=old.n_chunks)
                 if doc.access_error:
-                    _hide(fr, doc.access_error)
+                    hide_malformed(fr, doc.access_error)
                 report.files.append(fr)
                 keep.add(sf.path)  # a .kbaccess change that front-matter overrides
                 continue
@@ -282,15 +245,15 @@ class Ingestor:
                 fr.reason = ("access changed (.kbaccess)" if old.located
                              else "re-extracted to cite by page/slide/sheet")
             if doc.access_error:
-                _hide(fr, doc.access_error)
+                hide_malformed(fr, doc.access_error)
             report.files.append(fr)
-            pending.append(_Pending(fr, doc, chunks, digest, sf.size, hashes))
+            pending.append(Pending(fr, doc, chunks, digest, sf.size, hashes))
             keep.add(sf.path)
         self._progress("scan", len(files), len(files))
         return pending, keep
 
     # ----------------------------------------------------------------- build
-    def _build(self, plan: _BuildPlan) -> None:
+    def _build(self, plan: BuildPlan) -> None:
         source, report, base_gen, base_manifest = (plan.source, plan.report, plan.base_gen,
                                                    plan.base_manifest)
         base_docs, pending, removed, model_id = (plan.base_docs, plan.pending, plan.removed,
@@ -402,7 +365,7 @@ class Ingestor:
         cache.discard()
         prune_generations(self.dir, gen)  # the older ones no reader holds
 
-    def _embed(self, pending: list[_Pending], reuse: dict[str, np.ndarray],
+    def _embed(self, pending: list[Pending], reuse: dict[str, np.ndarray],
                cache: EmbeddingCache, report: IngestReport) -> dict[str, np.ndarray]:
         texts: dict[str, str] = {}
         for p in pending:
@@ -434,9 +397,4 @@ class Ingestor:
         return have
 
     def _runtime_fields(self, base_manifest: dict[str, Any] | None) -> dict[str, Any]:
-        """Manifest fields saying which runtime and precision made the vectors (the
-        runtime of this run if it embedded anything, else the base's)."""
-        runtime = getattr(self._embedder, "runtime", None) or (base_manifest or {}).get(
-            "embedding_runtime", "torch")
-        precision = "fp32" if self.settings.embed_url else self.settings.embedding_precision
-        return {"embedding_runtime": runtime, "embedding_precision": precision}
+        return runtime_fields(self.settings, self._embedder, base_manifest)

@@ -42,7 +42,7 @@ from typing import Any
 from kbagent.errors import BadInputError, KbCorruptError, NotFoundError
 from kbagent.kb import gen_locks
 from kbagent.kb.access import Principal
-from kbagent.kb.file_modes import FILE_MODE, open_private, tighten
+from kbagent.kb.file_modes import FILE_MODE, tighten
 from kbagent.kb.lexical import LexicalIndex
 from kbagent.kb.store import Store
 from kbagent.kb.vectors import VectorIndex
@@ -73,25 +73,6 @@ def name_from_folder(folder: Path) -> str:
 
 def kb_dir(settings: Settings, name: str) -> Path:
     return settings.kbs_dir / validate_name(name)
-
-
-def write_atomic(path: Path, data: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open_private(tmp) as f:  # 0600: a last answer or a manifest quotes documents
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_path(path.parent)
-
-
-def fsync_path(path: Path) -> None:
-    """fsync a file or a directory (a directory: so that a rename in it is durable)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def current_generation(directory: Path, name: str | None = None) -> str | None:

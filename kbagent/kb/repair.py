@@ -218,8 +218,8 @@ def repair_generation(ingestor: Any, base_gen: str, manifest: dict[str, Any],
     sound index kept, each broken one rebuilt from the store; publish it; return its
     name. ``ingestor`` is the running :class:`kbagent.kb.ingest.Ingestor` (its KB
     folder, embedder, progress and writer lock)."""
+    from kbagent.kb.file_modes import fsync_path, write_atomic
     from kbagent.kb.generations import EmbeddingCache, _link_or_copy, prune_generations
-    from kbagent.kb.knowledge_base import fsync_path, write_atomic
 
     kb: Path = ingestor.dir
     gen = f"gen-{int(base_gen.split('-')[1]) + 1:06d}"

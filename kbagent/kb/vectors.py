@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kbagent.kb.file_modes import fsync_path
+
 EXACT_BELOW = 20_000
 
 
@@ -62,7 +64,6 @@ class VectorIndex:
         """Write the index durably: to a temporary file, fsynced, renamed over the
         old one (a reader sees the old index or the new one, never half of one)."""
         from kbagent.kb.file_modes import FILE_MODE, tighten
-        from kbagent.kb.knowledge_base import fsync_path  # it imports this module
 
         tmp = self.path.with_suffix(".tmp")
         self.index.save(str(tmp))

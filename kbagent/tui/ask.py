@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
+from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import (
     Action,
     AnswerDelta,
@@ -23,7 +24,6 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
-from kbagent.agent.grounding import describe_repairs
 from kbagent.agent.kinds import ErrorKind
 from kbagent.errors import KbagentError
 from kbagent.tui.format import plain, reference_detail
@@ -199,7 +199,7 @@ class AskScreen(Screen):
         self.ask(message.text)
 
     def ask(self, question: str) -> None:
-        from kbagent.agent.router import route
+        from kbagent.agent.run.router import route
 
         question = question.strip()
         if self.running:

@@ -13,11 +13,11 @@ import io
 import json
 from typing import Any
 
-from kbagent.kb.extract import ExtractError, Skip, decode_text
-from kbagent.kb.formats import DocBuilder
+from kbagent.kb.formats.builder import DocBuilder
 from kbagent.kb.html_text import html_to_lines
 from kbagent.kb.locations import CELL, CHAPTER
 from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.source_text import ExtractError, Skip, decode_text
 
 MAX_OUTPUT_LINES = 40  # of one cell's outputs; a long log is not knowledge
 

@@ -14,10 +14,10 @@ import io
 import re
 from typing import Any
 
-from kbagent.kb.extract import Skip
-from kbagent.kb.formats import DocBuilder, cell_text, table_row, table_rule
+from kbagent.kb.formats.builder import DocBuilder, cell_text, table_row, table_rule
 from kbagent.kb.locations import SECTION, SLIDE
 from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.source_text import Skip
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 

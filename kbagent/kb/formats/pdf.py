@@ -13,10 +13,10 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
-from kbagent.kb.extract import ExtractError, Skip
-from kbagent.kb.formats import DocBuilder, ExtractLimits
+from kbagent.kb.formats.builder import DocBuilder, ExtractLimits
 from kbagent.kb.locations import PAGE
 from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.source_text import ExtractError, Skip
 
 BIG_PDF_PAGES = 50  # from this many pages a PDF reports progress page by page
 

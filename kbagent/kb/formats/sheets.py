@@ -16,10 +16,10 @@ import io
 import re
 from collections.abc import Iterable, Iterator
 
-from kbagent.kb.extract import Skip, decode_text
-from kbagent.kb.formats import DocBuilder, ExtractLimits, cell_text, table_row, table_rule
+from kbagent.kb.formats.builder import DocBuilder, ExtractLimits, cell_text, table_row, table_rule
 from kbagent.kb.locations import SHEET
 from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.source_text import Skip, decode_text
 
 PROGRESS_EVERY = 5000  # rows between progress ticks
 
@@ -136,7 +136,7 @@ def extract_csv(path: str, data: bytes, stem: str, limits: ExtractLimits) -> Ext
     except _TooBig:
         raise _too_many(limits) from None
     except csv.Error as e:
-        from kbagent.kb.extract import ExtractError
+        from kbagent.kb.source_text import ExtractError
 
         raise ExtractError(f"malformed CSV at line {reader.line_num}: {e}") from e
     if not out.lines:

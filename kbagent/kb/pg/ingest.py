@@ -32,7 +32,8 @@ from kbagent.kb.generations import (
     note_symbols,
     planned_space,
 )
-from kbagent.kb.ingest import Ingestor, _Pending
+from kbagent.kb.ingest import Ingestor
+from kbagent.kb.ingest_plan import Pending
 from kbagent.kb.knowledge_base import new_manifest
 from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import dumps
@@ -191,7 +192,7 @@ class PgIngestor(Ingestor):
         return [r[0] for r in conn.execute(
             "SELECT nextval(%s) FROM generate_series(1, %s)", (seq, n))]
 
-    def _insert(self, conn: Any, pending: list[_Pending], vectors: dict[str, np.ndarray]
+    def _insert(self, conn: Any, pending: list[Pending], vectors: dict[str, np.ndarray]
                 ) -> None:
         doc_ids = self._ids(conn, "kbagent_documents_id_seq", len(pending))
         chunk_ids = self._ids(conn, "kbagent_chunks_id_seq", sum(len(p.chunks) for p in pending))

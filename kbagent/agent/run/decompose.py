@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kbagent.agent.citations import content_tokens
-from kbagent.agent.evidence import QUESTION_WORDS, Unit
+from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.evidence import QUESTION_WORDS, Unit
 
 _WH = r"(?:how|what|when|why|who|which|where|is|are|was|were|does|do|did|can|should)"
 _CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?={_WH}\b|explain\b|describe\b)|\?\s+(?=\S)",

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kbagent.agent.citations import Citation, clean_text, content_tokens
+from kbagent.agent.answer.citations import Citation, clean_text, content_tokens
 
 # Words that say what kind of answer is wanted, not what it is about.
 QUESTION_WORDS = frozenset(content_tokens(

@@ -15,14 +15,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kbagent.agent.schema import (
+from kbagent.agent.tools.base import Tool
+from kbagent.agent.tools.schema import (
     BYTES_PER_CHAR,
     GBNF_COMMON,
     schema_to_gbnf,
     with_kb_names,
     worst_case_bytes,
 )
-from kbagent.agent.tools import Tool
 
 STOP = ["\nObservation:", "Observation:"]
 MAX_THOUGHT = 150  # characters

@@ -3,8 +3,8 @@ Action and Observation: the question's own search (rag mode, and step 1 of the
 loop when ``search_first`` is "question"), follow-up searches for multi-hop
 questions, a search per part or operand of a decomposed question, and the
 ``calculate`` tool over figures read from the sources. The loop
-(:mod:`~kbagent.agent.loop`) and the grounded turn
-(:mod:`~kbagent.agent.grounded_turn`) both call these."""
+(:mod:`~kbagent.agent.run.loop`) and the grounded turn
+(:mod:`~kbagent.agent.run.final_turn`) both call these."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ import time
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent import prompts
 from kbagent.agent.events import Action, Event, Observation, StepStarted
 from kbagent.agent.kinds import StepKind, ToolSet
 from kbagent.agent.llm.base import Message
-from kbagent.agent.state import RunState, StepDone, record_step
-from kbagent.agent.tools import ToolOutput, registry, run_tool
+from kbagent.agent.run import prompts
+from kbagent.agent.run.state import RunState, StepDone, record_step
+from kbagent.agent.tools.base import ToolOutput
+from kbagent.agent.tools.toolset import registry, run_tool
 
 MAX_QUERY_CHARS = 300
 

@@ -1,6 +1,6 @@
 """The agent loop's follow-up bookkeeping over a run's state (kept apart from
-:mod:`kbagent.agent.loop`): which queries were searched, which follow-ups
-:mod:`kbagent.agent.followup` proposes from the hits so far, and when a model's
+:mod:`kbagent.agent.run.loop`): which queries were searched, which follow-ups
+:mod:`kbagent.agent.run.hops` proposes from the hits so far, and when a model's
 search repeats, nearly repeats or pastes what it already has."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbagent.agent.followup import Hit, copied, followups, near_duplicate, title_of
 from kbagent.agent.kinds import SearchFirst
-from kbagent.agent.state import RunState
+from kbagent.agent.run.hops import Hit, copied, followups, near_duplicate, title_of
+from kbagent.agent.run.state import RunState
 
 SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
 MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
@@ -21,7 +21,7 @@ def searched(s: RunState) -> list[str]:
     return [str(json.loads(a).get("query", "")) for (n, a) in s.calls if n in SEARCH_TOOLS]
 
 def pending_followups(s: RunState) -> list[str]:
-    """Follow-up queries :mod:`~kbagent.agent.followup` proposes from the hits so
+    """Follow-up queries :mod:`~kbagent.agent.run.hops` proposes from the hits so
     far (none searched yet)."""
     hits = [Hit(title_of(c.path, c.heading), c.text) for c in s.ledger]
     return followups(s.question, hits, searched(s))

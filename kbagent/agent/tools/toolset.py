@@ -10,98 +10,30 @@ ledger numbers so the model can cite ``[n]``.
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from kbagent.agent.calculator import CalcError, calculate, format_number
-from kbagent.agent.citations import CitationLedger, clean_text
+from kbagent.agent.answer.citations import clean_text
 from kbagent.agent.events import Source
 from kbagent.agent.kinds import ToolSet
+from kbagent.agent.tools.base import (
+    KB_ARG,
+    QUERY_ARG,
+    TOP_K_ARG,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    cap,
+    obj_schema,
+    where,
+)
+from kbagent.agent.tools.calculator import CalcError, calculate, format_number
+from kbagent.agent.tools.code import code_tools as make_code_tools
 from kbagent.errors import KbagentError
-from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.models import Line
 from kbagent.kb.search import HybridSearcher
-from kbagent.kb.views import FileViews
 from kbagent.text import shorten
-
-OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
-MAX_TOP_K = 10
-
-
-@dataclass
-class ToolOutput:
-    text: str  # for the model
-    summary: str  # one line for people
-    ok: bool = True
-    citations: list[int] = field(default_factory=list)
-    sources: list[Source] = field(default_factory=list)
-
-
-@dataclass
-class ToolContext:
-    kbs: dict[str, KnowledgeBase]
-    searcher: HybridSearcher
-    ledger: CitationLedger
-    # who is asking: set by the harness, never by a tool argument or a document
-    principal: Principal = ANONYMOUS
-    plan: list[str] = field(default_factory=list)
-    max_chars: int = OBSERVATION_CHARS
-
-    def views(self, kb: str) -> FileViews:
-        return FileViews(self.kbs[kb], self.principal)
-
-    def pick_kbs(self, args: dict[str, Any]) -> list[str]:
-        names = [n for n in ([args["kb"]] if args.get("kb") else []) + list(args.get("kbs") or [])]
-        if not names:
-            return list(self.kbs)
-        unknown = [n for n in names if n not in self.kbs]
-        if unknown:
-            raise ToolFailure(f"unknown KB {', '.join(unknown)}; available: "
-                              f"{', '.join(self.kbs)} (see list_kbs)")
-        return list(dict.fromkeys(names))
-
-    def locate(self, kb: str, path: str, start: int, end: int) -> str:
-        """Where the lines lie in the source: page, slide, sheet cells ('' if unknown)."""
-        try:
-            return self.kbs[kb].store.locate(path, start, end)
-        except (KeyError, sqlite3.Error):
-            return ""
-
-    def resolve_lines(self, kb: str, path: str, start: int, end: int) -> str | None:
-        try:
-            res = self.views(kb).cat(path, start, end, max_lines=10_000)
-        except KbagentError:
-            return None
-        return "\n".join(ln.text for ln in res.lines)
-
-
-class ToolFailure(Exception):
-    """A tool could not do what was asked; the message is for the model."""
-
-
-@dataclass
-class Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    run: Callable[[ToolContext, dict[str, Any]], ToolOutput]
-
-
-def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required or []}
-
-
-_KB = {"type": "string", "minLength": 1, "maxLength": 64}
-_QUERY = {"type": "string", "minLength": 1, "maxLength": 300}
-_TOP_K = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
-
-
-def _where(ctx: ToolContext, kb: str, path: str) -> str:
-    return f"{kb}:{path}" if len(ctx.kbs) > 1 else path
 
 
 # ------------------------------------------------------------------- tools
@@ -126,7 +58,7 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
         # text first, location after: small models copy whatever comes first
         text = shorten(clean_text(h.text), per_hit, at_word=True, mark=" …")
         lines.append(f"{label} {text}")
-        lines.append(f"    (source: {_where(ctx, h.kb, h.path)}, lines "
+        lines.append(f"    (source: {where(ctx, h.kb, h.path)}, lines "
                      f"{h.start_line}-{h.end_line})")
         if n:
             cites.append(n)
@@ -176,7 +108,7 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
                                end_line=max(ln.last for ln in lines),
                                text="\n".join(ln.text for ln in lines), tool="kb_grep")
             label = f"[{n}] " if n else ""
-            blocks.append(f"{label}{_where(ctx, kb, path)}")
+            blocks.append(f"{label}{where(ctx, kb, path)}")
             blocks += [f"  {ln.number}: {shorten(ln.text, 200, at_word=True, mark=' …')}"
                        for ln in lines]
             if n:
@@ -189,7 +121,7 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
                           "wording.", f"0 matches for {args['pattern']!r}")
     more = " (more matches not shown; narrow the pattern or use path_glob)" if truncated else ""
     text = f"{total} matching lines in {files} files{more}:\n" + "\n".join(blocks)
-    return ToolOutput(_cap(text, ctx.max_chars), f"{total} matches in {files} files",
+    return ToolOutput(cap(text, ctx.max_chars), f"{total} matches in {files} files",
                       True, cites, sources)
 
 
@@ -213,10 +145,10 @@ def _kb_cat(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
                            end_line=max(ln.last for ln in res.lines),
                            text="\n".join(ln.text for ln in res.lines), tool="kb_cat")
         first, last = res.lines[0].number, max(ln.last for ln in res.lines)
-        head = (f"[{n}] " if n else "") + (f"{_where(ctx, kb, res.path)} lines {first}-{last} "
+        head = (f"[{n}] " if n else "") + (f"{where(ctx, kb, res.path)} lines {first}-{last} "
                                            f"of {res.total_lines}:")
         body = "\n".join(f"{ln.number}| {ln.text}" for ln in res.lines)
-        body = _cap(body, ctx.max_chars - 200)
+        body = cap(body, ctx.max_chars - 200)
         more = f"\n(continue at line {res.next_line})" if res.next_line else "\n(end of file)"
         return ToolOutput(f"{head}\n{body}{more}", f"read {res.path}:{first}-{last}", True,
                           [n] if n else [], [Source(res.path, first, last)])
@@ -237,20 +169,20 @@ def _kb_ls(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     if not out:
         raise ToolFailure(f"no folder '{args.get('path', '')}' in any KB")
     text = "\n".join(out)
-    return ToolOutput(_cap(text, ctx.max_chars), f"{len(text.splitlines())} entries")
+    return ToolOutput(cap(text, ctx.max_chars), f"{len(text.splitlines())} entries")
 
 
 def _kb_glob(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     found = []
     for kb in ctx.pick_kbs(args):
         try:
-            found += [_where(ctx, kb, p) for p in ctx.views(kb).glob(args["pattern"])]
+            found += [where(ctx, kb, p) for p in ctx.views(kb).glob(args["pattern"])]
         except KbagentError as e:
             raise ToolFailure(str(e)) from e
     if not found:
         return ToolOutput(f"No paths match {args['pattern']!r}. Try kb_ls.",
                           f"0 paths for {args['pattern']!r}")
-    return ToolOutput(_cap("\n".join(found), ctx.max_chars), f"{len(found)} paths")
+    return ToolOutput(cap("\n".join(found), ctx.max_chars), f"{len(found)} paths")
 
 
 def _calculate(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
@@ -268,42 +200,36 @@ def _plan(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     return ToolOutput(f"Plan recorded:\n{body}\nNow carry out step 1.", f"{len(ctx.plan)} steps")
 
 
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit)
-    return text[: cut if cut > 0 else limit] + "\n… (output truncated)"
-
-
 KNOWLEDGE_TOOLS = [
     Tool("kb_search", "Hybrid keyword + semantic search of the knowledge bases. Start here.",
-         _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_search),
+         obj_schema({"query": QUERY_ARG, "kb": KB_ARG, "top_k": TOP_K_ARG}, ["query"]), _kb_search),
     Tool("kb_semantic_search", "Meaning-based search only; for paraphrased questions.",
-         _obj({"query": _QUERY, "kb": _KB, "top_k": _TOP_K}, ["query"]), _kb_semantic_search),
+         obj_schema({"query": QUERY_ARG, "kb": KB_ARG, "top_k": TOP_K_ARG}, ["query"]),
+         _kb_semantic_search),
     Tool("kb_grep", "Find lines containing an exact word, number or regex.",
-         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
+         obj_schema({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
                "regex": {"type": "boolean", "default": False},
-               "path_glob": {"type": "string", "maxLength": 80}, "kb": _KB,
+               "path_glob": {"type": "string", "maxLength": 80}, "kb": KB_ARG,
                "max_matches": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30}},
               ["pattern"]), _kb_grep),
     Tool("kb_cat", "Read numbered lines of one file.",
-         _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300},
+         obj_schema({"path": {"type": "string", "minLength": 1, "maxLength": 300},
                "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
-               "kb": _KB}, ["path"]), _kb_cat),
+               "kb": KB_ARG}, ["path"]), _kb_cat),
     Tool("kb_ls", "List the files and folders in a folder of a knowledge base.",
-         _obj({"path": {"type": "string", "maxLength": 300}, "kb": _KB}), _kb_ls),
+         obj_schema({"path": {"type": "string", "maxLength": 300}, "kb": KB_ARG}), _kb_ls),
     Tool("kb_glob", "List file paths matching a glob such as finance/*.md.",
-         _obj({"pattern": {"type": "string", "minLength": 1, "maxLength": 80}, "kb": _KB},
+         obj_schema({"pattern": {"type": "string", "minLength": 1, "maxLength": 80}, "kb": KB_ARG},
               ["pattern"]), _kb_glob),
-    Tool("list_kbs", "List the knowledge bases you can search.", _obj({}), _list_kbs),
+    Tool("list_kbs", "List the knowledge bases you can search.", obj_schema({}), _list_kbs),
 ]
 FULL_TOOLS = [
     Tool("calculate", "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
-         _obj({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
+         obj_schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
               ["expression"]), _calculate),
     Tool("plan", "Write down the steps you will take for a complex question.",
-         _obj({"steps": {"type": "array", "maxItems": 6,
+         obj_schema({"steps": {"type": "array", "maxItems": 6,
                          "items": {"type": "string", "minLength": 1, "maxLength": 80}}},
               ["steps"]), _plan),
 ]
@@ -313,8 +239,6 @@ def registry(mode: str = ToolSet.KNOWLEDGE, code_tools: bool = False) -> dict[st
     """The tools of a mode; the code_* tools come with ``full`` or with ``code_tools``."""
     tools = KNOWLEDGE_TOOLS + (FULL_TOOLS if mode == ToolSet.FULL else [])
     if mode == ToolSet.FULL or code_tools:
-        from kbagent.agent.code_tools import code_tools as make_code_tools
-
         tools = tools + make_code_tools()
     return {t.name: t for t in tools}
 

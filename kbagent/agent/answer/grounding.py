@@ -2,7 +2,7 @@
 ``AgentConfig.grounded`` is on (the default), and when the harness abstains.
 
 * A sentence keeps its place when every fact it states (numbers, names, quoted
-  terms: :func:`~kbagent.agent.evidence.facts_of`) is in the chunks it cites and
+  terms: :func:`~kbagent.agent.answer.evidence.facts_of`) is in the chunks it cites and
   its words are supported by them. Otherwise it is *repaired*: replaced by the
   source sentence (or table row) that best matches it and the question, quoted
   and cited, so a wrong figure gives way to the right one; or, when no source
@@ -10,7 +10,7 @@
   everything the tools returned, and cited if a source carries it.
 * :meth:`Grounding.answerable` decides, before any answer is written, whether
   the gathered evidence covers the question at all (coverage of the best unit,
-  :mod:`~kbagent.agent.evidence`); when it does not, the harness says that the
+  :mod:`~kbagent.agent.answer.evidence`); when it does not, the harness says that the
   knowledge base does not say it and shows the closest sources, instead of
   letting the model invent an answer.
 
@@ -25,10 +25,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kbagent.agent.citations import CitationLedger, content_tokens
-from kbagent.agent.evidence import (
+from kbagent.agent.answer.citations import CitationLedger, content_tokens
+from kbagent.agent.answer.evidence import (
     QUESTION_WORDS,
     Scored,
     Unit,
@@ -40,10 +40,12 @@ from kbagent.agent.evidence import (
     score_units,
     units_of,
 )
+from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.text import shorten
 
-if TYPE_CHECKING:
-    from kbagent.agent.answer import AnswerProcessor, ProcessedSentence
+# (score, supported) of a text against the ledger chunks it cites, None when it has no
+# content words: the answer processor's support check, passed in by the processor
+SupportCheck = Callable[[str, list[int]], "tuple[float, bool] | None"]
 
 # The best unit must cover this share of the question's (rarity-weighted) words for
 # the question to count as answered by the knowledge base.
@@ -122,7 +124,7 @@ class Grounding:
         return None
 
     # -------------------------------------------------------------- checks
-    def check(self, sent: ProcessedSentence, plain: str, proc: AnswerProcessor
+    def check(self, sent: ProcessedSentence, plain: str, support: SupportCheck
               ) -> ProcessedSentence | None:
         """Keep, re-cite, repair or remove one model sentence (None: removed)."""
         if sent.role != "claim":
@@ -141,10 +143,10 @@ class Grounding:
                 return sent
             if not missing:
                 missing = ["its words are not in the cited source"]
-        recited = self._recite(sent, plain, words, facts, missing, proc)
+        recited = self._recite(sent, plain, words, facts, missing, support)
         if recited is not None:
             return recited
-        return self._repair(sent, plain, words, missing, proc)
+        return self._repair(sent, plain, words, missing, support)
 
     def _numbers_out_of_context(self, plain: str, words: set[str], cited: list[int]
                                 ) -> list[str]:
@@ -176,7 +178,7 @@ class Grounding:
         return " ".join(f"{c.text} {c.path.replace('_', ' ')} {c.heading}" for c in cites)
 
     def _recite(self, sent: ProcessedSentence, plain: str, words: set[str], facts: list[str],
-                missing: list[str], proc: AnswerProcessor) -> ProcessedSentence | None:
+                missing: list[str], support: SupportCheck) -> ProcessedSentence | None:
         """A sentence that is right but cites the wrong chunk (small models often cite
         [1] for everything) is cited to the gathered chunk that carries all its facts."""
         if not facts:
@@ -186,14 +188,13 @@ class Grounding:
                 continue
             if missing_facts(plain, self.cited_text([c.n]), self.extra_numbers):
                 continue
-            checked = proc._support(plain, [c.n])
+            checked = support(plain, [c.n])
             if checked is None or not checked[1]:
                 continue
-            from kbagent.agent.answer import _MARKER, _insert_marker
 
             self.repairs.append({"sentence": plain, "missing": missing, "action": "recited",
                                  "with": c.n})
-            out = replace(sent, text=_insert_marker(_MARKER.sub("", sent.text).rstrip() +
+            out = replace(sent, text=insert_marker(MARKER.sub("", sent.text).rstrip() +
                                                     sent.text[len(sent.text.rstrip()):],
                                                     f"[{c.n}]"),
                           cited=[c.n], support=checked[0], supported=True)
@@ -201,7 +202,7 @@ class Grounding:
         return None
 
     def _repair(self, sent: ProcessedSentence, plain: str, words: set[str],
-                missing: list[str], proc: AnswerProcessor) -> ProcessedSentence | None:
+                missing: list[str], support: SupportCheck) -> ProcessedSentence | None:
         units = [u for c in self.ledger for u in units_of(c)
                  if (u.n, u.position) not in self.used]
         cited = set(sent.cited)
@@ -222,12 +223,11 @@ class Grounding:
         c = self.ledger.get(unit.n)
         self.used.add((unit.n, unit.position))
         self.repairs.append({**record, "action": "replaced", "with": unit.n})
-        from kbagent.agent.answer import ProcessedSentence
 
         text = quote(unit, c.path if c else "")
         trail = sent.text[len(sent.text.rstrip()):] or " "
         out = ProcessedSentence(text + trail, [unit.n], role="quote")
-        checked = proc._support(unit.text, [unit.n])
+        checked = support(unit.text, [unit.n])
         out.support = checked[0] if checked else None
         out.supported = True
         return out

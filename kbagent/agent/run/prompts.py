@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kbagent.agent.schema import example_args
-from kbagent.agent.tools import Tool
+from kbagent.agent.tools.base import Tool
+from kbagent.agent.tools.schema import example_args
 from kbagent.text import shorten
 
 SYSTEM = """You are kbagent. You answer questions using the user's knowledge bases: {kbs}.

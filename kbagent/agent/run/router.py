@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from kbagent.agent.about import about_kind
 from kbagent.agent.kinds import AskMode
+from kbagent.agent.run.about import about_kind
 
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening)|greetings|"

@@ -11,8 +11,8 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, Event, ThoughtDelta
 from kbagent.agent.kinds import FinishReason
 from kbagent.agent.llm.base import LLM, Completion
-from kbagent.agent.react import ANSWER_STOP, STOP, StepStreamer
-from kbagent.agent.state import RunState
+from kbagent.agent.run.react import ANSWER_STOP, STOP, StepStreamer
+from kbagent.agent.run.state import RunState
 
 
 def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,

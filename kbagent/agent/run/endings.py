@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, Final
-from kbagent.agent.grounded_turn import ensure_answer
 from kbagent.agent.kinds import AskMode, ErrorKind, FinishReason, Status
-from kbagent.agent.state import RunState, evidence_lines, result_of
+from kbagent.agent.run.final_turn import ensure_answer
+from kbagent.agent.run.state import RunState, evidence_lines, result_of
 
 
 def _final(s: RunState, status: Status) -> Final:

@@ -12,6 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from kbagent.agent.events import Source
+from kbagent.agent.tools.base import (
+    KB_ARG,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    cap,
+    obj_schema,
+    where,
+)
 from kbagent.errors import KbagentError
 from kbagent.kb.symbol_index import NoSymbolIndex, SymbolHit, SymbolIndex
 
@@ -19,8 +29,7 @@ MAX_SHOWN = 30  # results per observation
 DEF_CONTEXT = 12  # lines of a definition cited (its head, not a whole class)
 
 
-def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
-    from kbagent.agent.tools import ToolFailure
+def _indexes(ctx: ToolContext, args: dict[str, Any]) -> list[SymbolIndex]:
 
     out, missing = [], []
     for name in ctx.pick_kbs(args):
@@ -33,13 +42,12 @@ def _indexes(ctx: Any, args: dict[str, Any]) -> list[SymbolIndex]:
     return out
 
 
-def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0,
+def _cite(ctx: ToolContext, tool: str, hits: list[SymbolHit], span: int = 0,
           nested: bool = False) -> tuple[list[str], list[int], list[Source]]:
     """Ledger numbers for hits grouped by file; returns (lines, citations, sources).
 
     The text cited is read back through the caller's file views: a line the caller
     may not read is dropped, never shown from the index (there is no fallback)."""
-    from kbagent.agent.tools import _where
 
     lines: list[str] = []
     cites: list[int] = []
@@ -59,7 +67,7 @@ def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0,
             what = f"{h.kind} {h.qualname}" if h.kind not in ("call", "ref") else (
                 f"in {h.qualname}" if h.qualname else "at top level")
             indent = "  " * h.qualname.count(".") if nested else ""
-            lines.append(f"{indent}{label}{_where(ctx, kb, path)}:{h.line} ({what}): "
+            lines.append(f"{indent}{label}{where(ctx, kb, path)}:{h.line} ({what}): "
                          f"{h.text.strip()}")
             if n:
                 cites.append(n)
@@ -69,8 +77,7 @@ def _cite(ctx: Any, tool: str, hits: list[SymbolHit], span: int = 0,
     return lines, list(dict.fromkeys(cites)), sources
 
 
-def _lookup(ctx: Any, args: dict[str, Any], tool: str, what: str) -> Any:
-    from kbagent.agent.tools import ToolOutput, _cap
+def _lookup(ctx: ToolContext, args: dict[str, Any], tool: str, what: str) -> ToolOutput:
 
     symbol = args["symbol"]
     hits: list[SymbolHit] = []
@@ -85,7 +92,7 @@ def _lookup(ctx: Any, args: dict[str, Any], tool: str, what: str) -> Any:
                           f"0 {what_label(what)} of {symbol!r}")
     lines, cites, sources = _cite(ctx, tool, hits, DEF_CONTEXT if what == "def" else 0)
     head = f"{len(hits)} {what_label(what)} of {symbol!r}:"
-    return ToolOutput(_cap("\n".join([head, *lines]), ctx.max_chars),
+    return ToolOutput(cap("\n".join([head, *lines]), ctx.max_chars),
                       f"{len(hits)} {what_label(what)} of {symbol!r}", True, cites, sources)
 
 
@@ -93,20 +100,19 @@ def what_label(what: str) -> str:
     return {"def": "definitions", "refs": "references", "callers": "call sites"}[what]
 
 
-def code_definition(ctx: Any, args: dict[str, Any]) -> Any:
+def code_definition(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     return _lookup(ctx, args, "code_definition", "def")
 
 
-def code_references(ctx: Any, args: dict[str, Any]) -> Any:
+def code_references(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     return _lookup(ctx, args, "code_references", "refs")
 
 
-def code_callers(ctx: Any, args: dict[str, Any]) -> Any:
+def code_callers(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
     return _lookup(ctx, args, "code_callers", "callers")
 
 
-def code_outline(ctx: Any, args: dict[str, Any]) -> Any:
-    from kbagent.agent.tools import ToolFailure, ToolOutput, _cap
+def code_outline(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
     last: KbagentError | None = None
     for idx in _indexes(ctx, args):
@@ -119,7 +125,7 @@ def code_outline(ctx: Any, args: dict[str, Any]) -> Any:
             return ToolOutput(f"{args['path']}: no definitions found.", "0 definitions")
         shown, cites, sources = _cite(ctx, "code_outline", hits, nested=True)
         note = f"\n({error})" if error else ""
-        return ToolOutput(_cap(f"Outline of {args['path']}:\n" + "\n".join(shown) + note,
+        return ToolOutput(cap(f"Outline of {args['path']}:\n" + "\n".join(shown) + note,
                                ctx.max_chars),
                           f"{len(hits)} definitions in {args['path']}", True, cites, sources)
     raise ToolFailure(f"{last}; use kb_glob to find source files")
@@ -130,16 +136,16 @@ _SYMBOL = {"type": "string", "minLength": 1, "maxLength": 120}
 
 def code_tools() -> list[Any]:
     """The four tools, built lazily so tools.py can import this module at its end."""
-    from kbagent.agent.tools import _KB, Tool, _obj
 
     return [
         Tool("code_definition", "Where a function, class, type or constant is defined.",
-             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_definition),
+             obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_definition),
         Tool("code_references", "Every line that uses a symbol.",
-             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_references),
+             obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_references),
         Tool("code_callers", "Where a function is called, and from which function.",
-             _obj({"symbol": _SYMBOL, "kb": _KB}, ["symbol"]), code_callers),
+             obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_callers),
         Tool("code_outline", "The functions, classes and constants of one source file.",
-             _obj({"path": {"type": "string", "minLength": 1, "maxLength": 300}, "kb": _KB},
-                  ["path"]), code_outline),
+             obj_schema({"path": {"type": "string", "minLength": 1, "maxLength": 300},
+                         "kb": KB_ARG},
+             ["path"]), code_outline),
     ]

@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kbagent.agent import prompts
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Action, Event, Observation
-from kbagent.agent.followup_state import follow_up_instead, repeated_search
-from kbagent.agent.harness_steps import call_key, search_args
 from kbagent.agent.llm.base import Completion, Message
-from kbagent.agent.react import ParsedStep
-from kbagent.agent.schema import ArgumentError, example_args, validate
-from kbagent.agent.state import AgentConfig, RunState, StepDone, record_step
-from kbagent.agent.tools import ToolOutput, run_tool
+from kbagent.agent.run import prompts
+from kbagent.agent.run.harness_steps import call_key, search_args
+from kbagent.agent.run.react import ParsedStep
+from kbagent.agent.run.search_memory import follow_up_instead, repeated_search
+from kbagent.agent.run.state import AgentConfig, RunState, StepDone, record_step
+from kbagent.agent.tools.base import ToolOutput
+from kbagent.agent.tools.schema import ArgumentError, example_args, validate
+from kbagent.agent.tools.toolset import run_tool
 
 
 def _checked(s: RunState, parsed: ParsedStep) -> tuple[dict[str, Any], ToolOutput | None]:

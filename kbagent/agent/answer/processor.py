@@ -3,17 +3,15 @@
 the ledger does not know are dropped, a sentence the model left uncited gets a
 marker placed at its end when it matches a chunk (longest common substring above
 a minimum length, or strong word overlap for paraphrases), and every cited
-sentence gets a support verdict against its chunks (:mod:`kbagent.agent.support`)."""
+sentence gets a support verdict against its chunks (:mod:`kbagent.agent.answer.support`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
 
-from kbagent.agent.citations import (
-    CJK,
+from kbagent.agent.answer.citations import (
     MIN_LCS,
     PARAPHRASE_OVERLAP,
     CitationLedger,
@@ -21,21 +19,18 @@ from kbagent.agent.citations import (
     content_tokens,
     weighted_len,
 )
-from kbagent.agent.support import support
-
-if TYPE_CHECKING:
-    from kbagent.agent.grounding import Grounding
-
-_VARIANT = re.compile(
-    r"(?P<ws>[ \t]*)(?:"
-    r"【\s*(?P<a>[\d\s,，、;；\-–]+?)\s*】"
-    r"|\[\^(?P<b>\d+)\]"
-    r"|\[\s*(?:(?:source|sources|ref|refs|citation|chunk|doc)\s*)?#?\s*"
-    r"(?P<c>\d+(?:\s*[,，、;；\-–]\s*#?\d+)*)\s*\])",
-    re.IGNORECASE,
+from kbagent.agent.answer.grounding import Grounding
+from kbagent.agent.answer.sentences import (
+    MARKER,
+    ProcessedSentence,
+    cited_numbers,
+    insert_marker,
+    normalize_markers,
+    repeat_key,
+    sentence_spans,
 )
-_MARKER = re.compile(r"\[(\d+)\]")
-_WORD = re.compile(r"\w+")
+from kbagent.agent.answer.support import support
+
 _QUOTED = re.compile(r"\u201c(.+)\u201d")
 _ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
 _RESTART = re.compile(
@@ -43,121 +38,6 @@ _RESTART = re.compile(
     r"(?:thought|question|observation|action)\s*:",
     re.IGNORECASE,
 )
-
-
-def _expand(group: str) -> list[int]:
-    nums: list[int] = []
-    for part in re.split(r"[,，、;；]", group):
-        part = part.strip().lstrip("#")
-        m = re.match(r"^(\d+)\s*[\-–]\s*#?(\d+)$", part)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            nums.extend(range(a, b + 1) if 0 <= b - a <= 10 else [a, b])
-        elif part.isdigit():
-            nums.append(int(part))
-    return nums
-
-
-def normalize_markers(text: str, valid: set[int]) -> str:
-    """Rewrite marker variants as ``[n][m]``; drop numbers not in ``valid``."""
-
-    def repl(m: re.Match[str]) -> str:
-        group = m.group("a") or m.group("b") or m.group("c") or ""
-        seen: list[int] = []
-        for n in _expand(group):
-            if n in valid and n not in seen:
-                seen.append(n)
-        # a dropped marker takes its leading space with it
-        return m.group("ws") + "".join(f"[{n}]" for n in seen) if seen else ""
-
-    out = _VARIANT.sub(repl, text)
-    return re.sub(r"(\[\d+\])(?:\s*\1)+", r"\1", out)  # [1] [1] -> [1]
-
-
-def cited_numbers(text: str) -> list[int]:
-    return [int(n) for n in _MARKER.findall(text)]
-
-
-# --------------------------------------------------------------- sentences
-_ABBREV = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "inc", "ltd", "co", "no", "fig",
-           "approx", "st", "jr", "sr", "u.s", "dept", "est"}
-_END = re.compile(
-    r"(?:[.!?]+[\"'”’)\]]*(?:[ \t]*\[\d+\])*(?=\s|$)"
-    r"|[。！？]+[」』）)]*(?:\[\d+\])*"
-    r"|\n+)"
-)
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    if text[dot] != ".":
-        return False
-    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:dot])
-    if not m:
-        return False
-    word = m.group(1).lower().rstrip(".")
-    return word in _ABBREV or len(word) == 1
-
-
-def sentence_spans(text: str, final: bool = True) -> tuple[list[str], str]:
-    """Split off complete sentences (trailing whitespace included); return (sentences, rest).
-    With ``final=False`` a boundary only counts once text follows it that cannot be
-    a citation marker belonging to the sentence."""
-    out: list[str] = []
-    start = 0
-    for m in _END.finditer(text):
-        end = m.end()
-        if m.start() < start or _is_abbreviation(text, m.start()):
-            continue
-        while end < len(text) and text[end] in " \t":
-            end += 1
-        if end < len(text) and text[end] == "\n":
-            nl = re.match(r"\n+", text[end:])
-            end += nl.end() if nl else 0
-        rest = text[end:]
-        if not final and (not rest.strip() or rest.lstrip().startswith(("[", "【"))):
-            break
-        out.append(text[start:end])
-        start = end
-    tail = text[start:]
-    if final and tail:
-        out.append(tail)
-        tail = ""
-    return out, tail
-
-
-# ----------------------------------------------------------- post-processing
-@dataclass
-class ProcessedSentence:
-    text: str
-    cited: list[int]
-    auto: bool = False  # a marker was placed by the harness
-    support: float | None = None
-    supported: bool | None = None
-    # claim: the model's (checked); quote: a source sentence the harness quoted;
-    # calculation: the harness's arithmetic; notice: what the harness says about the
-    # answer itself ("the knowledge base does not say", the closest sources)
-    role: str = "claim"
-
-
-def repeat_key(text: str) -> str:
-    """What makes two answer sentences the same: their words, lower-cased, without
-    citation markers, spacing or punctuation ("branches [3]." and "branches." are one
-    sentence: a marker placed before the full stop once left a space behind that made
-    them differ, and a looping answer kept 19 copies)."""
-    return " ".join(_WORD.findall(_MARKER.sub(" ", text).lower()))
-
-
-def _insert_marker(sentence: str, marker: str) -> str:
-    """Place a marker at the end of the sentence, before its terminal punctuation."""
-    body = sentence.rstrip()
-    trail = sentence[len(body):]
-    m = re.search(r"([.!?。！？]+[\"'”’)\]」』）]*)$", body)
-    if m:
-        core = body[: m.start()]
-        sep = "" if CJK.search(core[-1:] or "") else " "
-        return f"{core.rstrip()}{sep}{marker}{m.group(1)}{trail}"
-    sep = "" if CJK.search(body[-1:] or "") else " "
-    return f"{body}{sep}{marker}{trail}"
 
 
 @dataclass
@@ -172,7 +52,7 @@ class AnswerProcessor:
     # chunk number -> (its lowered text, a matcher holding it as seq2); the text is
     # kept beside the matcher because SequenceMatcher's ``b`` is not public API
     _matchers: dict[int, tuple[str, SequenceMatcher[str]]] = field(default_factory=dict)
-    # grounded answers (kbagent.agent.grounding): every model sentence's facts must be in
+    # grounded answers (kbagent.agent.answer.grounding): every model sentence's facts must be in
     # what it cites, or it is replaced by the source sentence that supports it, or removed
     grounding: Grounding | None = None
     harness_text: bool = False  # what is fed now is the harness's notice, not the model's
@@ -189,7 +69,7 @@ class AnswerProcessor:
         is placed and nothing is repaired; a quote or calculation is support-checked."""
         sent = ProcessedSentence(text, list(cited or cited_numbers(text)), role=role)
         if sent.cited and role != "notice":
-            plain = _MARKER.sub("", text).strip()
+            plain = MARKER.sub("", text).strip()
             quoted = _QUOTED.search(plain)  # 'doc.md says: "…"': the quote is the claim
             checked = self._support(quoted.group(1) if quoted else plain, sent.cited)
             if checked is not None:
@@ -219,7 +99,7 @@ class AnswerProcessor:
             return False
         # citation numbers do not make a repeat new ("Source: [1] Source: [2] ..."):
         # compare with their digits masked (same length, so positions carry over)
-        norm = _MARKER.sub(lambda m: "[" + "#" * (len(m.group()) - 2) + "]", buf)
+        norm = MARKER.sub(lambda m: "[" + "#" * (len(m.group()) - 2) + "]", buf)
         tail = norm[-window:]
         first = norm.find(tail)
         second = norm.find(tail, first + 1)
@@ -246,7 +126,7 @@ class AnswerProcessor:
         pieces, _ = sentence_spans(self._buffer, final=True)
         if not pieces or not (self.seen or len(pieces) > 1):
             return ""
-        last = _MARKER.sub("", pieces[-1]).rstrip()
+        last = MARKER.sub("", pieces[-1]).rstrip()
         if not last or _ENDED.search(last):
             return ""
         self._buffer = "".join(pieces[:-1])
@@ -278,12 +158,12 @@ class AnswerProcessor:
         text = normalize_markers(raw, self.ledger.numbers())
         cited = list(dict.fromkeys(cited_numbers(text)))
         sent = ProcessedSentence(text, cited)
-        plain = _MARKER.sub("", text).strip()
+        plain = MARKER.sub("", text).strip()
         if not cited and self.auto_cite and plain:
             n = self._best_match(plain)
             if n is not None:
                 self.used_auto.add(n)
-                sent.text = _insert_marker(text, f"[{n}]")
+                sent.text = insert_marker(text, f"[{n}]")
                 sent.cited, sent.auto = [n], True
         if sent.cited:
             checked = self._support(plain, sent.cited)
@@ -295,7 +175,7 @@ class AnswerProcessor:
         if self.harness_text:
             sent.role = "notice"  # the harness's own words: nothing to check or repair
         elif self.grounding is not None and plain:
-            kept = self.grounding.check(sent, plain, self)
+            kept = self.grounding.check(sent, plain, self._support)
             if kept is None:
                 return None
             sent = kept
@@ -304,7 +184,7 @@ class AnswerProcessor:
 
     def _support(self, plain: str, numbers: list[int]) -> tuple[float, bool] | None:
         """(score, supported) of a sentence against the chunks it cites
-        (:func:`kbagent.agent.support.support`: its best single sentence or table row,
+        (:func:`kbagent.agent.answer.support.support`: its best single sentence or table row,
         and its numbers); None when the sentence has no content words."""
         if not content_tokens(plain):
             return None

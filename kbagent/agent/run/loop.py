@@ -15,13 +15,10 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterator
 
-from kbagent.agent import prompts
-from kbagent.agent.about import SelfFacts, about_reply
-from kbagent.agent.act import act
-from kbagent.agent.answer import AnswerProcessor
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.answer.grounding import Grounding
+from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
-from kbagent.agent.citations import CitationLedger
-from kbagent.agent.endings import cancelled, fallback_answer, finish
 from kbagent.agent.events import (
     AgentResult,
     AnswerDelta,
@@ -30,16 +27,6 @@ from kbagent.agent.events import (
     Final,
     StepStarted,
 )
-from kbagent.agent.followup_state import (
-    MAX_FOLLOWUPS,
-    SEARCH_TOOLS,
-    only_harness_searched,
-    pending_followups,
-)
-from kbagent.agent.generation import generate
-from kbagent.agent.grounded_turn import decomposable, grounded_final
-from kbagent.agent.grounding import Grounding
-from kbagent.agent.harness_steps import call_key, followup_step, search_args, search_step
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
@@ -52,14 +39,27 @@ from kbagent.agent.kinds import (
     TurnEnd,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
-from kbagent.agent.react import (
+from kbagent.agent.run import prompts
+from kbagent.agent.run.about import SelfFacts, about_reply
+from kbagent.agent.run.act import act
+from kbagent.agent.run.endings import cancelled, fallback_answer, finish
+from kbagent.agent.run.final_turn import decomposable, grounded_final
+from kbagent.agent.run.generation import generate
+from kbagent.agent.run.harness_steps import call_key, followup_step, search_args, search_step
+from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
     parse_step,
     step_grammar,
 )
-from kbagent.agent.router import route
-from kbagent.agent.state import (
+from kbagent.agent.run.router import route
+from kbagent.agent.run.search_memory import (
+    MAX_FOLLOWUPS,
+    SEARCH_TOOLS,
+    only_harness_searched,
+    pending_followups,
+)
+from kbagent.agent.run.state import (
     AgentConfig,
     RunState,
     StepDone,
@@ -67,7 +67,8 @@ from kbagent.agent.state import (
     record_step,
     result_of,
 )
-from kbagent.agent.tools import ToolContext, registry
+from kbagent.agent.tools.base import ToolContext
+from kbagent.agent.tools.toolset import registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -165,7 +166,7 @@ class Agent:
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
               final_turn: bool = False, answer_max_tokens: int = 0
               ) -> Generator[Event, None, tuple[Completion | None, str, TurnEnd]]:
-        """:func:`~kbagent.agent.generation.generate` plus the endings every caller
+        """:func:`~kbagent.agent.run.generation.generate` plus the endings every caller
         treats alike: the :class:`TurnEnd` says go on, done (a backend failure or a
         cancel already ended the question), or why generation stopped early, worded
         for the user ("the context window is full", "time limit reached")."""
@@ -296,7 +297,8 @@ class Agent:
         arithmetic, abstention, compact evidence)."""
         s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
-            ended = yield from grounded_final(self, s, step, rag)
+            ended = yield from grounded_final(s, step, rag, top_k=self.config.rag_top_k,
+                                              answer_turn=self.answer_turn)
         else:
             sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
                        for c in final_sources(s, FINAL_SOURCES)]
@@ -346,7 +348,7 @@ class Agent:
 
     def _direct(self, s: RunState) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools. A grounded run answers
-        small talk and questions about kbagent itself from facts (kbagent/agent/about.py)
+        small talk and questions about kbagent itself from facts (kbagent/agent/run/about.py)
         rather than the model's guess."""
         started = time.perf_counter()
         yield StepStarted(1, kind=StepKind.ANSWER)

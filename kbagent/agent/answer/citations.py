@@ -4,7 +4,7 @@
   order first seen; the same file with an overlapping line span keeps its
   number (the span widens to the union). Text is cleaned of markup before it
   is stored or matched. A cap bounds the ledger deterministically (first come).
-* The text helpers both it and :mod:`kbagent.agent.answer` (the answer
+* The text helpers both it and :mod:`kbagent.agent.answer.processor` (the answer
   processor) match with: markup-free text, stemmed content words.
 """
 

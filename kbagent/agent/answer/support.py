@@ -12,17 +12,17 @@ labels"):
   long chunk holds most words of almost anything near its topic, so it says "supported"
   to most of them.
 * :func:`unit_overlap`: the same share within the best single *unit* (a sentence or a
-  table row, :func:`kbagent.agent.evidence.units_of`) of one cited chunk: a claim must
+  table row, :func:`kbagent.agent.answer.evidence.units_of`) of one cited chunk: a claim must
   be stated in one place, not assembled from words scattered over the chunk.
 * :func:`facts_ok`: every number, name and quoted term of the sentence
-  (:func:`kbagent.agent.evidence.facts_of`) is in the cited text; :func:`numbers_ok`:
+  (:func:`kbagent.agent.answer.evidence.facts_of`) is in the cited text; :func:`numbers_ok`:
   every number.
 """
 
 from __future__ import annotations
 
-from kbagent.agent.citations import Citation, clean_text, content_tokens
-from kbagent.agent.evidence import missing_facts, units_of
+from kbagent.agent.answer.citations import Citation, clean_text, content_tokens
+from kbagent.agent.answer.evidence import missing_facts, units_of
 
 BASELINE_THRESHOLD = 0.5  # the check before: overlap with the whole cited text
 UNIT_THRESHOLD = 0.7  # share of the sentence's content words in its best unit
@@ -101,7 +101,7 @@ def support(sentence: str, cited_texts: list[str],
     error of a small model). Names and quoted terms are not required here: on the hand
     labels that lost supported sentences ("325 USD" against "$325") and caught no wrong
     one more; the grounding checks all facts on its own
-    (:func:`kbagent.agent.evidence.missing_facts`). A sentence without content words
+    (:func:`kbagent.agent.answer.evidence.missing_facts`). A sentence without content words
     claims nothing: ``(1.0, True)`` (a caller that wants "not checked" tests
     ``content_tokens`` first, as ``AnswerProcessor._support`` does). ``contexts`` (one
     per chunk: its path and heading) count for every unit of their chunk: "the default

@@ -2,9 +2,9 @@
 
 The harness carries what a small model cannot:
 
-1. **Parts.** A multi-part question (:func:`~kbagent.agent.decompose.parts_of`)
+1. **Parts.** A multi-part question (:func:`~kbagent.agent.run.decompose.parts_of`)
    gets one search per part, and the arithmetic a question asks for
-   (:func:`~kbagent.agent.decompose.calc_plan_of`) one search per operand. Each
+   (:func:`~kbagent.agent.run.decompose.calc_plan_of`) one search per operand. Each
    search is a visible step.
 2. **Calculation.** When every operand is found in the sources, the harness calls
    the ``calculate`` tool (a visible step) and writes the answer: the operands,
@@ -13,24 +13,25 @@ The harness carries what a small model cannot:
    with the source sentence that answers it, quoted and cited, or "the
    knowledge base does not say" for a part nothing covers.
 4. **Abstention.** When the evidence does not cover the question
-   (:meth:`~kbagent.agent.grounding.Grounding.answerable`), the answer says that
+   (:meth:`~kbagent.agent.answer.grounding.Grounding.answerable`), the answer says that
    the knowledge base does not say it and lists the closest sources; the model
    is not asked to invent one.
 5. **Compact evidence.** Otherwise the model answers from the best sentences of
    the sources (not whole chunks), and every sentence it writes is checked and
-   repaired by :class:`~kbagent.agent.grounding.Grounding`. If nothing it wrote
+   repaired by :class:`~kbagent.agent.answer.grounding.Grounding`. If nothing it wrote
    survives, the best source sentence is quoted instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterator
 
-from kbagent.agent import prompts
-from kbagent.agent.answer import ProcessedSentence
-from kbagent.agent.calculator import format_number
-from kbagent.agent.decompose import (
+from kbagent.agent.answer.evidence import Scored, numbers_in, units_of
+from kbagent.agent.answer.grounding import Grounding, closest_sources, doc_name, quote
+from kbagent.agent.answer.sentences import ProcessedSentence
+from kbagent.agent.events import AnswerDelta, Event
+from kbagent.agent.run import prompts
+from kbagent.agent.run.decompose import (
     CalcPlan,
     Operand,
     Part,
@@ -41,14 +42,13 @@ from kbagent.agent.decompose import (
     metric_of,
     parts_of,
 )
-from kbagent.agent.events import AnswerDelta, Event
-from kbagent.agent.evidence import Scored, numbers_in, units_of
-from kbagent.agent.grounding import Grounding, closest_sources, doc_name, quote
-from kbagent.agent.harness_steps import calculate_step, search_step
-from kbagent.agent.state import RunState
+from kbagent.agent.run.harness_steps import calculate_step, search_step
+from kbagent.agent.run.state import RunState
+from kbagent.agent.tools.calculator import format_number
 
-if TYPE_CHECKING:
-    from kbagent.agent.loop import Agent
+# The model writes the answer from a message of sources and question (the loop's
+# ``Agent.answer_turn``, passed in): True when the run already ended.
+AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
 
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
@@ -87,8 +87,8 @@ def decomposable(question: str) -> bool:
     return calc_plan_of(question) is not None or len(parts_of(question)) > 1
 
 
-def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
-                   ) -> Generator[Event, None, bool]:
+def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
+                   answer_turn: AnswerTurn) -> Generator[Event, None, bool]:
     """The grounded final turn (steps numbered from ``step``). Ends without the
     ``Final`` event (the caller finishes the run); True if the run already ended (the
     model failed or the user cancelled)."""
@@ -96,7 +96,7 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
     plan = calc_plan_of(s.question)
     parts = parts_of(s.question) if plan is None else []
     if plan is not None:
-        done = yield from _calculation(agent, s, step, plan)
+        done = yield from _calculation(s, step, plan)
         if done:
             return False
         step = len(s.steps) + 1
@@ -105,7 +105,7 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
         for part in parts:
             out = yield from search_step(s, step, part.query,
                                          f"I will search for: {part.question}",
-                                         agent.config.rag_top_k)
+                                         top_k)
             found = out.citations
             cites.append(found)
             step += 1
@@ -133,7 +133,7 @@ def grounded_final(agent: Agent, s: RunState, step: int, rag: bool
     if lead is not None:
         c = s.ledger.get(lead.unit.n)
         yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
-    ended = yield from agent.answer_turn(s, step, rag, _evidence_message(s, evidence))
+    ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
 
 
@@ -193,8 +193,7 @@ def ensure_answer(s: RunState) -> Iterator[Event]:
     yield _say(s, quote(best.unit, c.path if c else ""), "quote")
 
 
-def _calculation(agent: Agent, s: RunState, step: int, plan: CalcPlan
-                 ) -> Generator[Event, None, bool]:
+def _calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None, bool]:
     """Search each operand, read its value, compute; True if the answer is written."""
     g = _g(s)
     values: list[Value] = []

@@ -8,13 +8,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbagent.agent.answer import AnswerProcessor
-from kbagent.agent.citations import CitationLedger
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.answer.evidence import is_number, missing_facts
+from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.evidence import is_number, missing_facts
 from kbagent.agent.kinds import AskMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
-from kbagent.agent.tools import Tool, ToolContext
+from kbagent.agent.tools.base import Tool, ToolContext
 from kbagent.settings import default
 
 

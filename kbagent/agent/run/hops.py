@@ -18,7 +18,7 @@ should be:
   gives and no hit's title is ("Virginia Commonwealth University").
 
 Everything here is a pure function over the question and the hits (title and text);
-:mod:`kbagent.agent.loop` decides when to use a proposal (a model query that repeats
+:mod:`kbagent.agent.run.loop` decides when to use a proposal (a model query that repeats
 the question or an earlier search is replaced by one; a model that would answer before
 any follow-up is asked for one more search first).
 """
@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kbagent.agent.citations import STOPWORDS, content_tokens
-from kbagent.agent.evidence import QUESTION_WORDS
+from kbagent.agent.answer.citations import STOPWORDS, content_tokens
+from kbagent.agent.answer.evidence import QUESTION_WORDS
 
 NEAR_DUPLICATE = 0.6  # share of an earlier query's words a repeat keeps
 MAX_BRIDGES = 2  # bridge queries proposed per first-hop document

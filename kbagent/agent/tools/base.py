@@ -1,0 +1,102 @@
+"""What every tool shares: its output, its failure, the context it runs in, the
+:class:`Tool` record the registry holds, and the small schema and formatting
+helpers the knowledge tools (:mod:`~kbagent.agent.tools.toolset`) and the code
+tools (:mod:`~kbagent.agent.tools.code`) both use."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.events import Source
+from kbagent.errors import KbagentError
+from kbagent.kb.access import ANONYMOUS, Principal
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.search import HybridSearcher
+from kbagent.kb.views import FileViews
+
+OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
+MAX_TOP_K = 10
+
+
+@dataclass
+class ToolOutput:
+    text: str  # for the model
+    summary: str  # one line for people
+    ok: bool = True
+    citations: list[int] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    kbs: dict[str, KnowledgeBase]
+    searcher: HybridSearcher
+    ledger: CitationLedger
+    # who is asking: set by the harness, never by a tool argument or a document
+    principal: Principal = ANONYMOUS
+    plan: list[str] = field(default_factory=list)
+    max_chars: int = OBSERVATION_CHARS
+
+    def views(self, kb: str) -> FileViews:
+        return FileViews(self.kbs[kb], self.principal)
+
+    def pick_kbs(self, args: dict[str, Any]) -> list[str]:
+        names = [n for n in ([args["kb"]] if args.get("kb") else []) + list(args.get("kbs") or [])]
+        if not names:
+            return list(self.kbs)
+        unknown = [n for n in names if n not in self.kbs]
+        if unknown:
+            raise ToolFailure(f"unknown KB {', '.join(unknown)}; available: "
+                              f"{', '.join(self.kbs)} (see list_kbs)")
+        return list(dict.fromkeys(names))
+
+    def locate(self, kb: str, path: str, start: int, end: int) -> str:
+        """Where the lines lie in the source: page, slide, sheet cells ('' if unknown)."""
+        try:
+            return self.kbs[kb].store.locate(path, start, end)
+        except (KeyError, sqlite3.Error):
+            return ""
+
+    def resolve_lines(self, kb: str, path: str, start: int, end: int) -> str | None:
+        try:
+            res = self.views(kb).cat(path, start, end, max_lines=10_000)
+        except KbagentError:
+            return None
+        return "\n".join(ln.text for ln in res.lines)
+
+
+class ToolFailure(Exception):
+    """A tool could not do what was asked; the message is for the model."""
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[ToolContext, dict[str, Any]], ToolOutput]
+
+
+def obj_schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or []}
+
+
+KB_ARG = {"type": "string", "minLength": 1, "maxLength": 64}
+QUERY_ARG = {"type": "string", "minLength": 1, "maxLength": 300}
+TOP_K_ARG = {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5}
+
+
+def where(ctx: ToolContext, kb: str, path: str) -> str:
+    return f"{kb}:{path}" if len(ctx.kbs) > 1 else path
+
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return text[: cut if cut > 0 else limit] + "\n… (output truncated)"
