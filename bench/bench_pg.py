@@ -176,7 +176,8 @@ def section_ndcg(args: argparse.Namespace, dsn: str, work: Path) -> dict[str, An
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("section", choices=("ndcg", "latency", "access", "server", "scale", "rss"))
+    ap.add_argument("section", choices=("ndcg", "latency", "access", "server", "scale", "rss",
+                                        "table"))
     ap.add_argument("action", nargs="?", choices=("start", "stop"), default="start",
                     help="server: start or stop the kept server of --work")
     ap.add_argument("--sets", default="nfcorpus,scifact")
@@ -210,6 +211,9 @@ def main() -> None:
 
     if args.section == "server":
         print(json.dumps(pg_scale.section_server(args)))
+        return
+    if args.section == "table":
+        print(pg_scale.section_table(args))
         return
     if args.section == "scale" and args.store == "pg" and not args.dsn:
         args.dsn = (args.work / "dsn").read_text().strip()

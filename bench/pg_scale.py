@@ -132,6 +132,34 @@ def _plan(args: argparse.Namespace, settings: Settings) -> list[tuple[str, int]]
     return plan
 
 
+def _stat(pid: int | str) -> list[str]:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2:].split()  # fields from 3 (state) on
+
+
+def server_cpu_s(work: Path) -> float:
+    """CPU seconds of the kept server: the postmaster, the backends it has reaped
+    (cutime/cstime) and the live ones."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pid = int((work / "pg" / "data" / "postmaster.pid").read_text().split()[0])
+    f = _stat(pid)
+    total = sum(int(x) for x in f[11:15])  # utime, stime, cutime, cstime
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                c = _stat(d.name)
+            except OSError:
+                continue
+            if int(c[1]) == pid:
+                total += int(c[11]) + int(c[12])
+    return total / tick
+
+
+def _cpu(work: Path, store: str) -> float:
+    t = os.times()
+    return t.user + t.system + (server_cpu_s(work) if store == "pg" else 0.0)
+
+
 def _local_disk(settings: Settings, name: str) -> int:
     from kbagent.kb.knowledge_base import current_generation, kb_dir
 
@@ -200,11 +228,13 @@ def section_scale(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             write_json(out_file, results)
         emb = TimedEmbedder()
         before = load_avg()
+        cpu0 = _cpu(work, store)
         log(f"{store} step {target}: {linked} files, {cum} chunks planned; ingesting")
         t0 = time.perf_counter()
         rep = ingestor_for(settings, name, dsn if store == "pg" else None,
                            embedder=emb).run(src)
         seconds = time.perf_counter() - t0
+        cpu = _cpu(work, store) - cpu0
         row: dict[str, Any] = {"target": target, "files": linked, "chunks_total": rep.chunks_total}
         if not rep.committed:  # a kill after the commit, before this file was written
             row["note"] = "already ingested by an earlier (killed) run: not timed"
@@ -213,7 +243,12 @@ def section_scale(args: argparse.Namespace, dsn: str) -> dict[str, Any]:
             row.update(new_files=linked - first, new_chunks=added, seconds=round(seconds, 1),
                        embed_s=round(emb.seconds, 1),
                        s_per_1k_chunks_excl_embed=round(
-                           (seconds - emb.seconds) / max(added, 1) * 1000, 2))
+                           (seconds - emb.seconds) / max(added, 1) * 1000, 2),
+                       # CPU (this process's threads, and the server's for pg): what
+                       # the ingest costs whatever the load; the wall time is mostly
+                       # waiting for a core on the shared machine
+                       cpu_s=round(cpu, 1), cpu_s_per_1k_chunks_excl_embed=round(
+                           (cpu - emb.seconds) / max(added, 1) * 1000, 2))
         row["disk_mb"] = round((_local_disk(settings, name) if store == "local" else
                                 db_size(dsn) - results["pg_baseline_bytes"]) / 1e6, 1)
         row.update(load_before=before, load_after=load_avg(),
@@ -296,3 +331,33 @@ def rss_probe(store: str, name: str, home: Path, dsn: str, queries: int,
         cmd += ["--dsn", dsn]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return dict(json.loads(done.stdout)["rss"])
+
+
+# ------------------------------------------------------------------ table
+def section_table(args: argparse.Namespace) -> str:
+    """The scale JSON files of ``--work`` as Markdown tables (for BENCHMARKS.md)."""
+    lines: list[str] = []
+    for store in ("local", "pg"):
+        path = args.work / f"scale{args.size}_{store}.json"
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        lines += ["", f"{store} ({data['kb']})", "",
+                  "| chunks | ingest s (s per 1k, no model) | load 1-min before/after | disk MB "
+                  "| open s | RSS before open / after open / after 300 searches MB "
+                  "| bm25 p50/p95 ms | vector p50/p95 ms | hybrid p50/p95 ms | probe load |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for s in data["steps"]:
+            p = s.get("probe", {})
+            mem = (f"{p['rss_before_open_mb']} / {p['rss_after_open_mb']} / "
+                   f"{p['rss_after_searches_mb']}" if p else "")
+            if p and "pg_backend_rss_after_searches_mb" in p:
+                mem += (f" (server backend RSS {p['pg_backend_rss_after_searches_mb']}, "
+                        f"PSS {p['pg_backend_pss_after_searches_mb']})")
+            lat = [f"{p[f'{m}_p50_ms']} / {p[f'{m}_p95_ms']}" if p else "" for m in MODES]
+            lines.append(
+                f"| {s['chunks_total']:,} | {s.get('seconds', '')} "
+                f"({s.get('s_per_1k_chunks_excl_embed', '')}) | {s['load_before'][0]} / "
+                f"{s['load_after'][0]} | {s['disk_mb']:,} | {p.get('open_s', '')} | {mem} | "
+                + " | ".join(lat) + f" | {p.get('load_before', [''])[0]} |")
+    return "\n".join(lines)
