@@ -10,16 +10,16 @@ Two implementations:
 
 Search (:mod:`kbagent.kb.search`), the file views (:mod:`kbagent.kb.views`),
 access checks and the symbol index (:mod:`kbagent.kb.symbol_index`, through
-:class:`SymbolReader`) read a KB only through these methods. What ingest writes is
-the same for both (documents with their text and access groups, chunks with
-line spans, heading trail and text, one vector per chunk, the definitions and
-references of code documents); each store has its own writer
-(:mod:`kbagent.kb.ingest`, :mod:`kbagent.kb.pg.ingest`).
+:class:`~kbagent.kb.symbol_index.SymbolReader`) read a KB only through these
+methods. What ingest writes is the same for both (documents with their text
+and access groups, chunks with line spans, heading trail and text, one vector
+per chunk, the definitions and references of code documents); each store has
+its own writer (:mod:`kbagent.kb.ingest`, :mod:`kbagent.kb.pg.ingest`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,7 +27,7 @@ import numpy as np
 from kbagent.kb.access import Principal
 from kbagent.kb.models import Line
 from kbagent.kb.store import ChunkRow, DocRow
-from kbagent.kb.symbol_index import SymbolDef, SymbolRef
+from kbagent.kb.symbol_index import SymbolReader
 from kbagent.settings import Settings
 
 
@@ -70,24 +70,6 @@ class VectorReader(Protocol):
 
     def search(self, vector: np.ndarray, limit: int,
                denied: Collection[int] | None = None) -> list[tuple[int, float]]: ...
-
-
-class SymbolReader(Protocol):
-    """The symbol index's rows in path and line order. A store may leave out rows
-    ``principal`` may not read (PostgreSQL filters in SQL); :class:`SymbolIndex`
-    applies :func:`may_read` to every row itself before any limit."""
-
-    def definitions(self, name: str, principal: Principal) -> Iterable[SymbolDef]: ...
-
-    def references(self, name: str, calls_only: bool, principal: Principal,
-                   limit: int) -> Iterable[SymbolRef]: ...
-
-    def file(self, path: str) -> tuple[int, str | None, list[str]] | None:
-        """(document id, parse error or None if not parsed, access groups)."""
-
-    def outline(self, doc_id: int) -> list[tuple[int, int, str, str, str]]: ...
-
-    def stats(self) -> dict[str, int]: ...
 
 
 class KbReader(Protocol):

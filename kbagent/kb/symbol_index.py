@@ -28,18 +28,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kbagent.errors import NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import ExtractedDoc
 from kbagent.kb.store import in_batches
 from kbagent.kb.symbols import GrammarMissing, grammar_for, parse_symbols
-
-if TYPE_CHECKING:
-    from kbagent.kb.store_protocol import SymbolReader
 
 # (path, start line, end line, name, kind, qualname, the document's access groups)
 SymbolDef = tuple[str, int, int, str, str, str, list[str]]
@@ -189,9 +186,27 @@ def _split(symbol: str) -> tuple[str, str]:
     return dotted.rsplit(".", 1)[-1], dotted
 
 
+class SymbolReader(Protocol):
+    """The symbol index's rows in path and line order. A store may leave out rows
+    ``principal`` may not read (PostgreSQL filters in SQL); :class:`SymbolIndex`
+    applies :func:`may_read` to every row itself before any limit."""
+
+    def definitions(self, name: str, principal: Principal) -> Iterable[SymbolDef]: ...
+
+    def references(self, name: str, calls_only: bool, principal: Principal,
+                   limit: int) -> Iterable[SymbolRef]: ...
+
+    def file(self, path: str) -> tuple[int, str | None, list[str]] | None:
+        """(document id, parse error or None if not parsed, access groups)."""
+
+    def outline(self, doc_id: int) -> list[tuple[int, int, str, str, str]]: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+
 class SqliteSymbols:
     """The symbol tables of a local generation's ``kb.sqlite`` (the
-    :class:`~kbagent.kb.store_protocol.SymbolReader` protocol). Rows come unfiltered;
+    :class:`SymbolReader` protocol). Rows come unfiltered;
     :class:`SymbolIndex` applies the access rule before any limit."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

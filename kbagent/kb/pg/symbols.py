@@ -99,8 +99,8 @@ def backfill(conn: Any, kb: str) -> dict[str, str]:
 
 
 class PgSymbols:
-    """The symbol rows of one KB (the :class:`~kbagent.kb.store_protocol.SymbolReader`
-    protocol), through its store's connection."""
+    """The symbol rows of one KB (the SymbolReader protocol of
+    :mod:`kbagent.kb.symbol_index`), through its store's connection."""
 
     def __init__(self, store: Any) -> None:  # a PgStore
         self.store = store
