@@ -182,14 +182,10 @@ class Session:
     searches from other threads (KB refresh never closes a store in use)."""
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
-                 mode: str = AskMode.AUTO, tools: str = ToolSet.KNOWLEDGE,
+                 mode: AskMode = AskMode.AUTO, tools: ToolSet = ToolSet.KNOWLEDGE,
                  max_steps: int | None = None,
                  token_budget: int | None = None, time_limit: float | None = None,
                  llm: Any = None, principal: Principal = ANONYMOUS) -> None:
-        if mode not in MODES:
-            raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-        if tools not in TOOL_SETS:
-            raise BadInputError(f"unknown tool set {tools!r} (knowledge or full)")
         self.settings = settings
         self.principal = principal  # who is asking: every search, tool and answer obeys it
         self.kb_names = list(kb_names or [])

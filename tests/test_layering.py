@@ -27,7 +27,7 @@ def _modules(package: str) -> list[str]:
 
 NEUTRAL = [*_modules("kbagent.kb"), *_modules("kbagent.agent"), *_modules("kbagent.evaluation"),
            "kbagent.session", "kbagent.batch", "kbagent.history", "kbagent.settings",
-           "kbagent.errors"]
+           "kbagent.defaults", "kbagent.errors"]
 
 # imports each module in a child forked from this bare interpreter: one clean
 # sys.modules per module, without paying an interpreter start for each

@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# a closed set of a setting, defined below the agent (kbagent/defaults.py) so that the
+# settings, which the KB layer reads, need not import the agent
+from kbagent.defaults import SearchFirst as SearchFirst
+
 
 class AskMode(StrEnum):
     """How a question is answered (``--mode``)."""
@@ -26,14 +30,6 @@ class ToolSet(StrEnum):
 
     KNOWLEDGE = "knowledge"
     FULL = "full"  # adds calculate, plan and the code tools
-
-
-class SearchFirst(StrEnum):
-    """How a knowledge question starts (setting ``search_first``)."""
-
-    QUESTION = "question"  # the harness searches the question itself as step 1
-    MODEL = "model"  # the model's first step is grammar-forced to be a kb_search
-    OFF = "off"  # the model decides freely
 
 
 class StepKind(StrEnum):

@@ -23,9 +23,9 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
+from kbagent.defaults import default  # not kbagent.settings: --help imports no pydantic
 from kbagent.errors import BadInputError, ExitCode, KbagentError
 from kbagent.safe_text import json_text
-from kbagent.settings import default
 
 
 @app.command()
@@ -85,7 +85,7 @@ def ask(
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
     principal = principal_from(settings, as_user, groups)
-    session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
+    session = Session(settings, kb, mode=mode, tools=tools, max_steps=max_steps,
                       token_budget=token_budget, time_limit=time_limit, principal=principal)
     ctx.call_on_close(session.close)  # the model is freed before the interpreter exits
     if not (mode is AskMode.DIRECT and not kb):

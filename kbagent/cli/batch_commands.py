@@ -271,8 +271,11 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
     if header.get("principal", "anonymous") != principal.label:
         warn(f"the trace was recorded as {header.get('principal')}; asking again as "
              f"{principal.label}")
-    session = Session(settings, names, mode=header["mode"], tools=header["tools"],
-                      principal=principal)
+    try:
+        mode, tools = AskMode(header["mode"]), ToolSet(header["tools"])
+    except ValueError as e:
+        raise BadInputError(f"the trace names an unknown mode or tool set: {e}") from e
+    session = Session(settings, names, mode=mode, tools=tools, principal=principal)
     ctx.call_on_close(session.close)
     session.open_kbs(required=bool(names))
     llm = session.load_llm()

@@ -23,10 +23,10 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
+from kbagent.defaults import default  # not kbagent.settings: --help imports no pydantic
 from kbagent.errors import Interrupted, KbagentError
 from kbagent.kb.models import SearchMode
 from kbagent.safe_text import json_text
-from kbagent.settings import default
 from kbagent.text import shorten
 
 

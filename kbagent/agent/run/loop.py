@@ -35,7 +35,6 @@ from kbagent.agent.kinds import (
     SearchFirst,
     Status,
     StepKind,
-    ToolSet,
     TurnEnd,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
@@ -89,15 +88,7 @@ class Agent:
                  principal: Principal = ANONYMOUS) -> None:
         self.llm = llm
         self.kbs = {kb.name: kb for kb in kbs}
-        self.config = config or AgentConfig()
-        if self.config.mode not in tuple(AskMode):
-            raise BadInputError(f"unknown mode {self.config.mode!r} (choose from "
-                                f"{', '.join(AskMode)})")
-        if self.config.search_first not in tuple(SearchFirst):
-            raise BadInputError(f"unknown search_first {self.config.search_first!r} "
-                                "(question, model or off)")
-        if self.config.tools not in tuple(ToolSet):
-            raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
+        self.config = config or AgentConfig()  # its mode, tools, search_first: enums
         self.searcher = searcher or HybridSearcher(kbs)
         self.principal = principal  # fixed for this agent: no text can change it
         self._cancel = CancelToken()
@@ -131,7 +122,7 @@ class Agent:
 
     def _run(self, question: str) -> Generator[Event, None, None]:
         cfg = self.config
-        mode = route(question) if cfg.mode == AskMode.AUTO else AskMode(cfg.mode)
+        mode = route(question) if cfg.mode == AskMode.AUTO else cfg.mode
         if mode != AskMode.DIRECT and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),

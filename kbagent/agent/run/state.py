@@ -12,16 +12,16 @@ from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.kinds import AskMode, Status, ToolSet
+from kbagent.agent.kinds import AskMode, SearchFirst, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.tools.base import Tool, ToolContext
-from kbagent.settings import default
+from kbagent.settings import Settings, default
 
 
 @dataclass
 class AgentConfig:
-    mode: str = AskMode.AUTO  # auto | agent | rag | direct
-    tools: str = ToolSet.KNOWLEDGE  # knowledge | full
+    mode: AskMode = AskMode.AUTO
+    tools: ToolSet = ToolSet.KNOWLEDGE
     # code_* tools in knowledge mode too (full always has them)
     code_tools: bool = default("code_tools")
     # the limits default to the settings' defaults (kbagent/settings.py owns them)
@@ -33,23 +33,27 @@ class AgentConfig:
     # How a knowledge question starts: "question" = the harness searches the question
     # itself as step 1 (robust with small models), "model" = the model's first step is
     # grammar-forced to be a kb_search, "off" = the model decides freely.
-    search_first: str = default("search_first")
+    search_first: SearchFirst = default("search_first")  # noqa: RUF009 (a member: immutable)
     rag_top_k: int = 5
     citation_cap: int = 100
     grounded: bool = default("grounded")
 
+    def __post_init__(self) -> None:
+        # the closed sets are checked where a flag or setting is parsed (Typer, the
+        # settings, a batch line, a server request); a plain string from Python code
+        # becomes its member here, and a wrong one is a ValueError naming it
+        self.mode, self.tools = AskMode(self.mode), ToolSet(self.tools)
+        self.search_first = SearchFirst(self.search_first)
+
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
-        cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
-                  time_limit=settings.time_limit,
-                  max_tokens_per_step=settings.max_tokens_per_step,
-                  search_first=settings.search_first,
-                  grounded=bool(getattr(settings, "grounded", default("grounded"))),
-                  code_tools=bool(getattr(settings, "code_tools", default("code_tools"))))
-        for k, v in overrides.items():
-            if v is not None:
-                setattr(cfg, k, v)
-        return cfg
+    def from_settings(cls, settings: Settings, **overrides: Any) -> AgentConfig:
+        fields: dict[str, Any] = dict(
+            max_steps=settings.max_steps, token_budget=settings.token_budget,
+            time_limit=settings.time_limit, max_tokens_per_step=settings.max_tokens_per_step,
+            search_first=settings.search_first, grounded=settings.grounded,
+            code_tools=settings.code_tools)
+        fields.update((k, v) for k, v in overrides.items() if v is not None)
+        return cls(**fields)
 
 
 @dataclass
