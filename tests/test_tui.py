@@ -328,7 +328,7 @@ def test_a_worker_exception_is_a_notification_not_a_traceback(sample_settings):
     drive(app, scenario)
 
 
-@pytest.mark.parametrize("keymap", ["ask.submit=ctrl+s"])
+@pytest.mark.parametrize("keymap", ["ask.submit=ctrl+s", {"ask.submit": "ctrl+s"}])
 def test_bindings_can_be_remapped_by_id(sample_settings, keymap):
     sample_settings.tui_keymap = keymap
     app, _ = make_app(sample_settings, [ANSWER], mode="rag")
