@@ -23,11 +23,14 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import Line
 from kbagent.text import shorten
+
+if TYPE_CHECKING:
+    from kbagent.settings import Settings
 
 _WORD = re.compile(r"\w{4,}")  # words of an excerpt that find a renamed file's text
 NOW_SAYS_CHARS = 200
@@ -271,7 +274,7 @@ class ReferenceChecker:
     """Checks references against the live KBs of one data home, opening each KB
     once (and re-reading ``CURRENT`` before each answer, for long-lived readers)."""
 
-    def __init__(self, settings: Any, principal: Principal = ANONYMOUS,
+    def __init__(self, settings: Settings, principal: Principal = ANONYMOUS,
                  kbs: Mapping[str, Any] | None = None) -> None:
         self.settings = settings
         self.principal = principal

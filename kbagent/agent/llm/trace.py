@@ -94,7 +94,7 @@ class TraceWriter:
             self._f.flush()
 
     def header(self, *, question: str, kbs: Iterable[Any], mode: str, tools: str,
-               settings: Any, llm: Any, principal: Any = None) -> None:
+               settings: Settings, llm: Any, principal: Any = None) -> None:
         from kbagent import __version__
 
         self.write({
