@@ -175,7 +175,7 @@ def test_the_keymap_from_the_environment_and_by_assignment(kb_home, monkeypatch)
     monkeypatch.setenv("KBAGENT_TUI_KEYMAP", "ask.submit=ctrl+s;app.quit=ctrl+x")
     s = Settings.load()
     assert s.tui_keymap == {"ask.submit": "ctrl+s", "app.quit": "ctrl+x"}
-    s.tui_keymap = "ask.new=ctrl+t"  # type: ignore[assignment]  # checked on assignment
+    s.tui_keymap = "ask.new=ctrl+t"  # assignments are validated too
     assert s.tui_keymap == {"ask.new": "ctrl+t"}
 
 
@@ -201,19 +201,24 @@ def test_kbagent_config_names_another_file(kb_home, tmp_path, monkeypatch):
     assert s.max_steps == 4 and s.config_path == other and s.home == kb_home
 
 
-@pytest.mark.parametrize("args", [
-    ["search", "x"], ["kbs"], ["ask", "--mode", "rag", "hello"]])
-def test_a_bad_setting_fails_the_cli_in_one_line(kb_home, monkeypatch, args):
+@pytest.mark.parametrize(("args", "field", "value", "choices"), [
+    (["search", "x"], "embedding_runtime", "gpu", "auto, onnx, torch"),
+    (["kbs"], "embedding_runtime", "gpu", "auto, onnx, torch"),
+    (["ask", "--mode", "rag", "hello"], "embedding_runtime", "gpu", "auto, onnx, torch"),
+    (["kbs"], "embedding_precision", "fp16", "fp32, int8"),
+    (["ask", "--mode", "rag", "hello"], "search_first", "first", "question, model, off")])
+def test_a_bad_setting_fails_the_cli_in_one_line(kb_home, monkeypatch, args, field, value,
+                                                 choices):
     from typer.testing import CliRunner
 
     from kbagent.cli import app
 
-    monkeypatch.setenv("KBAGENT_EMBEDDING_RUNTIME", "gpu")
+    monkeypatch.setenv(f"KBAGENT_{field.upper()}", value)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
-    assert lines == ["kbagent: error: setting 'embedding_runtime' from environment must be "
-                     "one of auto, onnx, torch, got 'gpu'"]
+    assert lines == [f"kbagent: error: setting {field!r} from environment must be one of "
+                     f"{choices}, got {value!r}"]
     assert "Traceback" not in res.output
 
 
@@ -224,6 +229,18 @@ def test_a_bad_mode_flag_is_refused_by_the_cli(kb_home):
 
     res = CliRunner().invoke(app, ["ask", "--mode", "fast", "hello"])
     assert res.exit_code == 2 and "fast" in res.stderr and "Traceback" not in res.output
+
+
+def test_agent_config_takes_the_enums_and_their_strings():
+    from kbagent.agent.kinds import AskMode, ToolSet
+    from kbagent.agent.run.state import AgentConfig
+
+    cfg = AgentConfig(mode="rag", tools="full", search_first="off")  # type: ignore[arg-type]
+    assert (cfg.mode, cfg.tools, cfg.search_first) == (AskMode.RAG, ToolSet.FULL,
+                                                       SearchFirst.OFF)
+    assert type(cfg.mode) is AskMode and type(cfg.search_first) is SearchFirst
+    with pytest.raises(ValueError, match="'fast' is not a valid AskMode"):
+        AgentConfig(mode="fast")  # type: ignore[arg-type]
 
 
 def test_help_imports_the_defaults_but_not_pydantic():
