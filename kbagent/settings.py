@@ -26,6 +26,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -170,6 +171,15 @@ Keymap = Annotated[dict[str, str], NoDecode,
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("kbagent_config_file", default=None)
 
 
+class _EnvSource(EnvSettingsSource):
+    """``KBAGENT_<NAME>`` for every setting but ``home``: ``KBAGENT_HOME`` is read by
+    :func:`default_home` (where an empty one means the platform's default), and it
+    decides where the config file is, which may then set ``home`` itself."""
+
+    def __call__(self) -> dict[str, Any]:
+        return {k: v for k, v in super().__call__().items() if k != "home"}
+
+
 class Settings(BaseSettings):
     """All tunables. Field names double as config keys and env suffixes."""
 
@@ -244,7 +254,7 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Flags (keyword arguments) > ``KBAGENT_*`` environment > the config file."""
         path = _CONFIG_FILE.get() or config_path(default_home())
-        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls, path)
+        return init_settings, _EnvSource(settings_cls), TomlConfigSettingsSource(settings_cls, path)
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
@@ -276,7 +286,8 @@ def _one_line(e: ValidationError, flags: dict[str, Any], path: Path) -> Settings
     err = e.errors()[0]
     key = str(err["loc"][0]) if err["loc"] else "?"
     env = {k.upper() for k in os.environ}
-    origin = ("flags" if key in flags else "environment" if ENV_PREFIX + key.upper() in env
+    origin = ("flags" if key in flags
+              else "environment" if ENV_PREFIX + key.upper() in env and key != "home"
               else f"config file {path}")
     if err["type"] == "extra_forbidden":
         return SettingsError(f"unknown setting {key!r} in {origin}")

@@ -75,12 +75,8 @@ def test_a_bool_from_the_config_file_is_a_bool(kb_home):
     ("search_first", "'bogus'", "one of question, model, off"),
     ("embedding_runtime", "'gpu'", "one of auto, onnx, torch"),
     ("embedding_precision", "16", "one of fp32, int8")])
-def test_a_wrongly_typed_config_value_is_a_one_line_error(kb_home, monkeypatch, key, toml,
-                                                          kind):
+def test_a_wrongly_typed_config_value_is_a_one_line_error(kb_home, key, toml, kind):
     kb_home.mkdir(parents=True)
-    if key == "home":  # KBAGENT_HOME (the environment) wins over the file
-        monkeypatch.delenv("KBAGENT_HOME")
-        monkeypatch.setenv("KBAGENT_CONFIG", str(kb_home / "config.toml"))
     (kb_home / "config.toml").write_text(f"{key} = {toml}\n")
     with pytest.raises(BadInputError) as e:
         Settings.load()
@@ -256,3 +252,15 @@ def test_help_imports_the_defaults_but_not_pydantic():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert json.loads(out.stdout) == ["kbagent.defaults"]
+
+
+def test_kbagent_home_finds_the_config_file_which_may_move_home(kb_home, tmp_path,
+                                                                 monkeypatch):
+    kb_home.mkdir(parents=True)
+    assert Settings.load().home == kb_home
+    (kb_home / "config.toml").write_text(f"home = {str(tmp_path / 'data')!r}\n")
+    assert Settings.load().home == tmp_path / "data"
+    assert Settings.load(home=tmp_path / "flag").home == tmp_path / "flag"  # no config there
+    monkeypatch.setenv("KBAGENT_HOME", "")  # empty: the platform's default, not "."
+    monkeypatch.setenv("KBAGENT_CONFIG", str(tmp_path / "none.toml"))  # not the user's
+    assert Settings.load().home.is_absolute()
