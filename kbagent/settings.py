@@ -180,6 +180,17 @@ class _EnvSource(EnvSettingsSource):
         return {k: v for k, v in super().__call__().items() if k != "home"}
 
 
+class _TomlSource(TomlConfigSettingsSource):
+    """The config file; its keys are the field names exactly (pydantic-settings would
+    also take ``MAX_STEPS``): anything else is an unknown setting."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls, path)
+        for key in self.toml_data:
+            if key not in settings_cls.model_fields:
+                raise SettingsError(f"unknown setting {key!r} in config file {path}")
+
+
 class Settings(BaseSettings):
     """All tunables. Field names double as config keys and env suffixes."""
 
@@ -254,13 +265,16 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Flags (keyword arguments) > ``KBAGENT_*`` environment > the config file."""
         path = _CONFIG_FILE.get() or config_path(default_home())
-        return init_settings, _EnvSource(settings_cls), TomlConfigSettingsSource(settings_cls, path)
+        return init_settings, _EnvSource(settings_cls), _TomlSource(settings_cls, path)
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
         """Build settings from defaults, config file, env and explicit overrides
         (flags); ``None`` overrides are ignored so unset flags do not win."""
         flags = {k: v for k, v in overrides.items() if v is not None}
+        for key in flags:
+            if key not in cls.model_fields:
+                raise SettingsError(f"unknown setting {key!r} in flags")
         # home decides where the config file lives, so settle it first
         home = _path(flags["home"]) if "home" in flags else default_home()
         path = config_path(home)
@@ -289,7 +303,7 @@ def _one_line(e: ValidationError, flags: dict[str, Any], path: Path) -> Settings
     origin = ("flags" if key in flags
               else "environment" if ENV_PREFIX + key.upper() in env and key != "home"
               else f"config file {path}")
-    if err["type"] == "extra_forbidden":
+    if err["type"] == "extra_forbidden":  # not reached through load(), which checks first
         return SettingsError(f"unknown setting {key!r} in {origin}")
     bad = err.get("ctx", {}).get("error")
     field = Settings.model_fields.get(key)

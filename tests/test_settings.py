@@ -184,9 +184,14 @@ def test_an_unknown_key_in_the_config_file_is_an_error_and_unknown_env_is_ignore
     with pytest.raises(SettingsError, match=r"^unknown setting 'max_step' in config file .*"
                                             r"config\.toml$"):
         Settings.load()
+    (kb_home / "config.toml").write_text("MAX_STEPS = 3\n")  # keys are the names exactly
+    with pytest.raises(SettingsError, match=r"^unknown setting 'MAX_STEPS' in config file "):
+        Settings.load()
     (kb_home / "config.toml").write_text("")
     with pytest.raises(SettingsError, match=r"^unknown setting 'colour' in flags$"):
         Settings.load(colour="red")
+    with pytest.raises(SettingsError, match=r"^unknown setting 'MAX_STEPS' in flags$"):
+        Settings.load(MAX_STEPS=3)
 
 
 def test_kbagent_config_names_another_file(kb_home, tmp_path, monkeypatch):
