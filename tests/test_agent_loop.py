@@ -17,10 +17,10 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 
 def agent_cfg(**overrides) -> AgentConfig:
