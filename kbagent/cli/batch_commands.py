@@ -53,8 +53,10 @@ class AgentFactory:
         key = (tuple(names or ()), mode, tools)
         with self._lock:
             if key not in self._sessions:
-                session = Session(self.settings, names, mode=mode, tools=tools,
-                                  llm=self._llm, principal=self.principal, **self.limits)
+                # mode and tools were checked where they were parsed (flag, batch line)
+                session = Session(self.settings, names, mode=AskMode(mode),
+                                  tools=ToolSet(tools), llm=self._llm,
+                                  principal=self.principal, **self.limits)
                 session.open_kbs(required=mode != "direct" or bool(names))
                 self._llm = session.load_llm()
                 self._sessions[key] = session

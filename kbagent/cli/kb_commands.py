@@ -230,7 +230,7 @@ def search(
         f"(default {default('rerank_top_n')}).", show_default=False)] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
-    from kbagent.kb.embedder import embedder_for_space
+    from kbagent.kb.embedder import Embedder, embedder_for_space
     from kbagent.kb.rerank import reranker_from
     from kbagent.kb.search import HybridSearcher
 
@@ -242,7 +242,7 @@ def search(
     kbs = open_kbs(settings, kb)
     load_s = 0.0
 
-    def embedder_for(space: str):  # timed apart: loading the model is not searching
+    def embedder_for(space: str) -> Embedder:  # timed apart: loading the model is not searching
         nonlocal load_s
         t0 = time.perf_counter()
         embedder = embedder_for_space(space, settings.embedding_runtime, settings)  # cached
@@ -306,7 +306,7 @@ kbs_app = typer.Typer(help="List and manage knowledge bases.", no_args_is_help=F
 app.add_typer(kbs_app, name="kbs")
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
