@@ -33,7 +33,7 @@ from kbagent.session_kbs import OpenedKbs, open_kbs
 from kbagent.settings import Settings
 
 if TYPE_CHECKING:
-    from kbagent.agent.events import Event
+    from kbagent.agent.events import AgentResult, Event
     from kbagent.agent.llm.base import LLM
     from kbagent.agent.run.loop import Agent
     from kbagent.kb.embedder import Embedder
@@ -53,7 +53,8 @@ def last_answer_path(settings: Settings, principal: Principal = ANONYMOUS) -> Pa
     return settings.home / LAST_ANSWER.replace(".json", f".{principal.key}.json")
 
 
-def save_last_answer(settings: Settings, result: Any, principal: Principal = ANONYMOUS) -> None:
+def save_last_answer(settings: Settings, result: AgentResult,
+                     principal: Principal = ANONYMOUS) -> None:
     """Keep the last answer (with every reference seen) for ``kbagent ref``."""
     from kbagent.kb.file_modes import write_atomic
 
@@ -339,7 +340,7 @@ class Session:
             writer.end(result, "interrupted")
             writer.close()
 
-    def save_last_answer(self, result: Any) -> None:
+    def save_last_answer(self, result: AgentResult) -> None:
         save_last_answer(self.settings, result, self.principal)
 
     def close(self) -> None:
