@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbagent.agent.events import Final
-from kbagent.agent.kinds import AskMode
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.session import Session
 from kbagent.settings import Settings
@@ -54,9 +54,10 @@ class SessionPool:
         with self._lock:
             if key not in self._sessions:
                 lim = self.limits
-                session = Session(self.settings, names, mode=mode, tools=tools, llm=self._llm,
-                                  principal=self.principal, max_steps=lim.max_steps,
-                                  token_budget=lim.token_budget, time_limit=lim.time_limit)
+                session = Session(self.settings, names, mode=AskMode(mode), tools=ToolSet(tools),
+                                  llm=self._llm, principal=self.principal,
+                                  max_steps=lim.max_steps, token_budget=lim.token_budget,
+                                  time_limit=lim.time_limit)
                 session.open_kbs(required=mode != AskMode.DIRECT or bool(names))
                 self._llm = session.load_llm()
                 self._sessions[key] = session
