@@ -204,9 +204,10 @@ class Session:
             from kbagent.kb.rerank import reranker_from
 
             st = self.settings  # the reranker is None unless rerank_url / rerank_model is set
+            reranker = reranker_from(st.rerank_url, st.rerank_model, st.rerank_top_n,
+                                     st.rerank_timeout)
             self._searcher = HybridSearcher(self.kbs, embedder_for=self._embedder,
-                                            reranker=reranker_from(
-                st.rerank_url, st.rerank_model, st.rerank_top_n, st.rerank_timeout))
+                                            reranker=reranker)
         return self._searcher
 
     def _embedder(self, space: str) -> Embedder:
