@@ -68,9 +68,12 @@ def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> di
     if not path.is_file():
         raise NotFoundError("no answer yet; run 'kbagent ask QUESTION' first")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise BadInputError(f"cannot read the last answer ({e}); ask again") from e
+    if not isinstance(data, dict):
+        raise BadInputError("cannot read the last answer (not an answer); ask again")
+    return data
 
 
 def find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
@@ -79,7 +82,7 @@ def find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
     for doc in docs:
         for c in doc["chunks"]:
             if c["n"] == n:
-                return c
+                return dict(c)
     known = sorted(c["n"] for d in docs for c in d["chunks"])
     raise NotFoundError(f"no reference [{n}] in the last answer"
                         + (f" (known: {', '.join(map(str, known))})" if known else ""))
@@ -274,7 +277,7 @@ class Session:
                 self._owns_llm = True
             return self._llm
 
-    def set_llm(self, llm: LLM) -> None:
+    def set_llm(self, llm: LLM | None) -> None:
         with self._llm_lock:
             self._llm = llm
 

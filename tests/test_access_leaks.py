@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
 from kbagent.agent.answer.citations import CitationLedger
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.schema import validate
@@ -26,6 +25,7 @@ from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from tests.conftest import SAMPLE_KB
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 PLAN = "hr/executive_compensation_2026.md"

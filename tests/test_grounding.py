@@ -9,9 +9,9 @@ import re
 import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Final
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 
 @pytest.fixture

@@ -24,12 +24,12 @@ from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
 from kbagent.agent.llm.base import Message
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from kbagent.session_pool import SessionPool
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent

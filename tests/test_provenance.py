@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from kbagent.kb.ingest import Ingestor
@@ -22,6 +21,7 @@ from kbagent.kb.provenance import (
     stamp_references,
     word_diff,
 )
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 

@@ -49,8 +49,8 @@ def _indexes(ctx: typer.Context, kb: list[str] | None, as_user: str | None,
             missing.append(e)
     if not out and missing:
         raise missing[0]
-    for e in missing:
-        warn(str(e))
+    for err in missing:
+        warn(str(err))
     return out
 
 

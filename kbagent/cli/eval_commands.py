@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -239,7 +240,8 @@ def _qa_table(report: Any) -> None:
             return "-"
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
-    rows = [("correct", lambda m: f"{m.correct}/{m.questions}"),
+    rows: list[tuple[str, Callable[[Any], object]]] = [
+            ("correct", lambda m: f"{m.correct}/{m.questions}"),
             ("correct by kind", lambda m: ", ".join(f"{k} {v}" for k, v in
                                                      m.correct_by_kind.items())),
             ("exact match", lambda m: m.em), ("token F1", lambda m: m.f1),

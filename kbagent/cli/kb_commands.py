@@ -229,7 +229,7 @@ kbs_app = typer.Typer(help="List and manage knowledge bases.", no_args_is_help=F
 app.add_typer(kbs_app, name="kbs")
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

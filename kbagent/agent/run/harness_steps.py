@@ -9,7 +9,6 @@ questions, a search per part or operand of a decomposed question, and the
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Generator
 from typing import Any
 
@@ -37,7 +36,7 @@ def call_key(name: str, args: dict[str, Any]) -> tuple[str, str]:
 def tool_step(s: RunState, step: int, name: str, args: dict[str, Any],
               thought: str) -> Generator[Event, None, ToolOutput]:
     """Run one tool call as a step of its own; its output."""
-    started = time.perf_counter()
+    started = s.clock.perf_counter()
     yield StepStarted(step, kind=StepKind.RETRIEVAL)
     yield Action(step, name, args, thought)
     tool = s.tools.get(name) or registry(ToolSet.FULL)[name]
