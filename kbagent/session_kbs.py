@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from kbagent.errors import KbagentError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
-from kbagent.settings import Settings
 
 if TYPE_CHECKING:
     from kbagent.kb.store_protocol import KbReader
+    from kbagent.settings import Settings
 
 
 @dataclass

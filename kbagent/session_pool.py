@@ -15,12 +15,12 @@ from kbagent.agent.events import Final
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.session import Session
-from kbagent.settings import Settings
 
 if TYPE_CHECKING:
     from kbagent.agent.cancel import CancelToken
     from kbagent.agent.llm.base import LLM
     from kbagent.batch import BatchQuestion
+    from kbagent.settings import Settings
 
 
 @dataclass(frozen=True)
