@@ -318,7 +318,7 @@ def test_the_tui_shows_an_anonymous_caller_nothing_of_the_plan(sample_settings):
                 if app.session.kbs:
                     break
                 await pilot.pause(0.05)
-            from kbagent.session import example_questions
+            from kbagent.session_kbs import example_questions
             from kbagent.tui.browse import FileViews
 
             cards = json.dumps(example_questions(app.session.kbs, app.session.principal))

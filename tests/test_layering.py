@@ -26,8 +26,8 @@ def _modules(package: str) -> list[str]:
 
 
 NEUTRAL = [*_modules("kbagent.kb"), *_modules("kbagent.agent"), *_modules("kbagent.evaluation"),
-           "kbagent.session", "kbagent.batch", "kbagent.history", "kbagent.settings",
-           "kbagent.defaults", "kbagent.errors"]
+           "kbagent.session", "kbagent.session_kbs", "kbagent.session_pool", "kbagent.batch",
+           "kbagent.history", "kbagent.settings", "kbagent.defaults", "kbagent.errors"]
 
 # imports each module in a child forked from this bare interpreter: one clean
 # sys.modules per module, without paying an interpreter start for each

@@ -175,7 +175,7 @@ class AskScreen(Screen[None]):
 
     def refresh_cards(self) -> None:
         """Example task cards built from the open KBs (only on an empty conversation)."""
-        from kbagent.session import example_questions
+        from kbagent.session_kbs import example_questions
 
         if self.turns:
             return

@@ -141,9 +141,12 @@ class HistoryScreen(Screen[None]):
 
     def _status(self, e: Any) -> str:
         """The entry's status, marked when a cited source changed since the answer."""
-        from kbagent.kb.knowledge_base import current_generation
+        from kbagent.kb.knowledge_base import KnowledgeBase, current_generation
 
-        key = (e.id, tuple(current_generation(kb.dir) or "" for kb in host(self).session.kbs))
+        # a local KB's generation published on disk now; a PostgreSQL KB's open stamp
+        gens = tuple((current_generation(kb.dir) or "") if isinstance(kb, KnowledgeBase)
+                     else kb.generation for kb in host(self).session.kbs)
+        key = (e.id, gens)
         if key not in self._marks:
             self._marks[key] = self._check(e)
         return self._marks[key]

@@ -71,9 +71,9 @@ from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.toolset import registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
+from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
@@ -84,7 +84,7 @@ MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 class Agent:
     """Answer questions over a fixed set of KBs with one LLM backend."""
 
-    def __init__(self, llm: LLM, kbs: list[KnowledgeBase], config: AgentConfig | None = None,
+    def __init__(self, llm: LLM, kbs: list[KbReader], config: AgentConfig | None = None,
                  *, searcher: HybridSearcher | None = None,
                  principal: Principal = ANONYMOUS, clock: Clock = SYSTEM_CLOCK) -> None:
         self.llm = llm
