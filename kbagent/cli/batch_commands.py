@@ -81,7 +81,7 @@ class AgentFactory:
         # beyond the `ask --json` shape: the mode asked for (auto routes) and every path
         # the tools showed the model, so `kbagent eval qa --answers` can score this file
         return {**result.to_dict(), "requested_mode": mode, "retrieved": sorted(
-            {c["path"] for doc in result.all_references for c in doc["chunks"]})}
+            {c.path for c in result.all_references.chunks()})}
 
 
 def _safe(ident: str) -> str:

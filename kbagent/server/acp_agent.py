@@ -37,17 +37,19 @@ from acp.schema import AgentCapabilities, Implementation, ToolCallLocation, Tool
 
 from kbagent import __version__
 from kbagent.agent.cancel import CancelToken
+from kbagent.agent.kinds import ToolName
 from kbagent.errors import KbagentError
 from kbagent.server.models import AskResult
 from kbagent.server.service import KbService
 
 log = logging.getLogger("kbagent.server")
 
+_T = ToolName
 KINDS: dict[str, ToolKind] = {
-    "kb_search": "search", "kb_semantic_search": "search", "kb_grep": "search",
-    "kb_glob": "search", "kb_ls": "read", "kb_cat": "read", "list_kbs": "read",
-    "code_definition": "search", "code_references": "search", "code_callers": "search",
-    "code_outline": "read", "calculate": "think", "plan": "think"}
+    _T.KB_SEARCH: "search", _T.KB_SEMANTIC_SEARCH: "search", _T.KB_GREP: "search",
+    _T.KB_GLOB: "search", _T.KB_LS: "read", _T.KB_CAT: "read", _T.LIST_KBS: "read",
+    _T.CODE_DEFINITION: "search", _T.CODE_REFERENCES: "search", _T.CODE_CALLERS: "search",
+    _T.CODE_OUTLINE: "read", _T.CALCULATE: "think", _T.PLAN: "think"}
 
 
 @dataclass

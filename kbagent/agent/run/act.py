@@ -12,6 +12,7 @@ from typing import Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Action, Event, Observation
+from kbagent.agent.kinds import ToolName
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.harness_steps import call_key, search_args
@@ -54,7 +55,7 @@ def act(s: RunState, cfg: AgentConfig, cancel: CancelToken, step: int, parsed: P
         if follow is not None:  # the harness's query, shown as such
             s.followups += 1
             thought = prompts.followup_thought(str(args["query"]), follow)
-            name, args = "kb_search", search_args(follow, cfg.rag_top_k)
+            name, args = ToolName.KB_SEARCH, search_args(follow, cfg.rag_top_k)
             text = prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT, name, args)
     yield Action(step, name, args, thought)
     if out is None:
@@ -73,7 +74,7 @@ def act(s: RunState, cfg: AgentConfig, cancel: CancelToken, step: int, parsed: P
         else:
             out, tool_ms = run_tool(s.tools[name], s.ctx, args)
             s.calls[key] = step
-            if name == "calculate" and out.ok:
+            if name == ToolName.CALCULATE and out.ok:
                 s.notes.append(out.text)
     if not cached:
         s.repeats = 0
