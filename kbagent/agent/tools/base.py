@@ -76,12 +76,14 @@ class ToolFailure(Exception):
 
 def frozen_json(value: Any) -> Hashable:
     """A JSON value as a hashable key: objects by sorted keys, arrays in order, and a
-    scalar with its type (``1``, ``1.0`` and ``true`` stay three keys, as in JSON)."""
+    scalar by its type and ``repr`` (``1``, ``1.0``, ``true``, ``0.0`` and ``-0.0`` stay
+    distinct keys, as they are distinct JSON). Two values have the same key exactly
+    when ``json.dumps(..., sort_keys=True)`` writes them alike."""
     if isinstance(value, dict):
         return ("{}", tuple(sorted((str(k), frozen_json(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):
         return ("[]", tuple(frozen_json(v) for v in value))
-    return (type(value).__name__, value)
+    return (type(value).__name__, repr(value))
 
 
 @dataclass(frozen=True)
