@@ -120,8 +120,8 @@ def test_references_panel_groups_by_document_and_opens_the_cited_lines(sample_se
         await pilot.press("o")
         await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen))
         doc = pilot.app.screen
-        assert doc.highlight == (first["start_line"], first["end_line"])
-        assert doc.path == first["path"]
+        assert doc.highlight == (first.start_line, first.end_line)
+        assert doc.path == first.path
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, AskScreen))
 
