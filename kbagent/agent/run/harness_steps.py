@@ -28,15 +28,16 @@ def search_args(query: str, top_k: int) -> dict[str, Any]:
     return {"query": query[:MAX_QUERY_CHARS], "top_k": top_k}
 
 
-def call_key(name: str, args: dict[str, Any]) -> ToolCall:
-    """How a tool call is remembered in ``RunState.calls`` (repeats are served from it)."""
-    return ToolCall(name, args)
+def search_call(query: str, top_k: int) -> ToolCall:
+    """The ``kb_search`` call for ``query``."""
+    return ToolCall(ToolName.KB_SEARCH, search_args(query, top_k))
 
 
-def tool_step(s: RunState, step: int, name: str, args: dict[str, Any],
+def tool_step(s: RunState, step: int, call: ToolCall,
               thought: str) -> Generator[Event, None, ToolOutput]:
     """Run one tool call as a step of its own; its output."""
     started = time.perf_counter()
+    name, args = call.name, call.args
     yield StepStarted(step, kind=StepKind.RETRIEVAL)
     yield Action(step, name, args, thought)
     tool = s.tools.get(name) or registry(ToolSet.FULL)[name]
@@ -46,26 +47,25 @@ def tool_step(s: RunState, step: int, name: str, args: dict[str, Any],
                                         tool_ms), None, started)
     yield Observation(step, name, out.summary, out.text, out.ok, out.citations,
                       out.sources, False, 0, rec.ms, tool_ms)
-    s.calls[call_key(name, args)] = step
+    s.calls[call] = step
     return out
 
 
 def search_step(s: RunState, step: int, query: str, thought: str, top_k: int
                 ) -> Generator[Event, None, ToolOutput]:
     """A search the harness makes (the question, a part of it, an operand)."""
-    return (yield from tool_step(s, step, ToolName.KB_SEARCH, search_args(query, top_k), thought))
+    return (yield from tool_step(s, step, search_call(query, top_k), thought))
 
 
 def followup_step(s: RunState, step: int, query: str, top_k: int,
                   max_steps: int) -> Generator[Event, None, None]:
     """A follow-up search the harness makes in the loop; the model sees it as a step
     of the conversation."""
-    args = search_args(query, top_k)
-    out = yield from tool_step(s, step, ToolName.KB_SEARCH, args,
-                               prompts.harness_followup_thought(query))
+    call = search_call(query, top_k)
+    out = yield from tool_step(s, step, call, prompts.harness_followup_thought(query))
     s.messages += [
         Message("assistant", prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT,
-                                                 ToolName.KB_SEARCH, args)),
+                                                 call.name, call.args)),
         Message("user", prompts.observation_message(out.text, step, max_steps)),
     ]
 
@@ -73,7 +73,7 @@ def followup_step(s: RunState, step: int, query: str, top_k: int,
 def calculate_step(s: RunState, step: int, expr: str) -> Generator[Event, None, str | None]:
     """Compute ``expr`` with the ``calculate`` tool; its result, or None if the
     calculator refused it. The result joins the notes the final turn is shown."""
-    out = yield from tool_step(s, step, ToolName.CALCULATE, {"expression": expr},
+    out = yield from tool_step(s, step, ToolCall(ToolName.CALCULATE, {"expression": expr}),
                                "I will compute it from the figures found.")
     if not out.ok:
         return None

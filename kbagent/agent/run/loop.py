@@ -47,7 +47,7 @@ from kbagent.agent.run.act import act
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import generate
-from kbagent.agent.run.harness_steps import call_key, followup_step, search_args, search_step
+from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
@@ -337,8 +337,8 @@ class Agent:
         if not fallback:
             s.mode = AskMode.RAG
         step = len(s.steps)
-        searched = call_key(ToolName.KB_SEARCH, search_args(s.question, self.config.rag_top_k))
-        if searched not in s.calls:  # a fallback after the harness's first search skips it
+        # a fallback after the harness's first search skips it
+        if search_call(s.question, self.config.rag_top_k) not in s.calls:
             step += 1
             yield from search_step(s, step, s.question, prompts.RAG_THOUGHT,
                                    self.config.rag_top_k)
