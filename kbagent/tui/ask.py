@@ -285,8 +285,7 @@ class AskScreen(Screen):
         seen = sorted(result.references.chunks(), key=lambda c: c.n)
         await turn.badges.mount_all(Badge(c.to_json(), classes="badge") for c in seen)
         if result.references:
-            await turn.refs_box.mount(ReferencesPanel(result.references.to_json(),
-                                                      classes="refs-tree"))
+            await turn.refs_box.mount(ReferencesPanel(result.references, classes="refs-tree"))
         self.previous = (result.question, result.answer)
         self.app.save_result(result)
         self.end_run()
