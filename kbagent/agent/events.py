@@ -10,15 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from kbagent.agent.kinds import ErrorKind, Status, StepKind
-from kbagent.agent.records import (
-    DocumentReferences,
-    ReferenceChunk,
-    References,
-    Repair,
-    SentenceRecord,
-)
-
-__all__ = ["DocumentReferences", "ReferenceChunk"]  # their home is kbagent.agent.records
+from kbagent.agent.records import ReferenceChunk, References, Repair, SentenceRecord
 
 
 @dataclass

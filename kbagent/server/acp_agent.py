@@ -44,12 +44,12 @@ from kbagent.server.service import KbService
 
 log = logging.getLogger("kbagent.server")
 
-_T = ToolName
 KINDS: dict[str, ToolKind] = {
-    _T.KB_SEARCH: "search", _T.KB_SEMANTIC_SEARCH: "search", _T.KB_GREP: "search",
-    _T.KB_GLOB: "search", _T.KB_LS: "read", _T.KB_CAT: "read", _T.LIST_KBS: "read",
-    _T.CODE_DEFINITION: "search", _T.CODE_REFERENCES: "search", _T.CODE_CALLERS: "search",
-    _T.CODE_OUTLINE: "read", _T.CALCULATE: "think", _T.PLAN: "think"}
+    ToolName.KB_SEARCH: "search", ToolName.KB_SEMANTIC_SEARCH: "search",
+    ToolName.KB_GREP: "search", ToolName.KB_GLOB: "search", ToolName.KB_LS: "read",
+    ToolName.KB_CAT: "read", ToolName.LIST_KBS: "read", ToolName.CODE_DEFINITION: "search",
+    ToolName.CODE_REFERENCES: "search", ToolName.CODE_CALLERS: "search",
+    ToolName.CODE_OUTLINE: "read", ToolName.CALCULATE: "think", ToolName.PLAN: "think"}
 
 
 @dataclass
