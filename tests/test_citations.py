@@ -10,13 +10,13 @@ from kbagent.agent.answer.citations import DEFAULT_CAP as CAP
 from kbagent.agent.answer.citations import CitationLedger, clean_text
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.answer.sentences import normalize_markers, sentence_spans
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
+from tests.scripted_llm import ScriptedLLM
 
 DOCS = {
     "ops/rotate.md": "# Certificate rotation\n\n" + "".join(

@@ -9,13 +9,13 @@ import pytest
 
 from bench.disk_check import resolves
 from kbagent.agent.events import Observation
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.agent.run.state import AgentConfig as StateConfig
 from kbagent.agent.tools.toolset import registry
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings
 from tests.conftest import SAMPLE_KB
+from tests.scripted_llm import ScriptedLLM
 
 CODE_TOOLS = {"code_definition", "code_references", "code_callers", "code_outline"}
 

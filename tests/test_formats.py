@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.extract import extract
@@ -19,6 +18,7 @@ from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from tests import doc_writers as w
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 

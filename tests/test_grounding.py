@@ -10,9 +10,9 @@ import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Final
 from kbagent.agent.kinds import RepairAction
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.records import References
 from kbagent.cli import app
 from kbagent.errors import ExitCode
@@ -23,6 +22,7 @@ from kbagent.kb.provenance import (
     stamp_references,
     word_diff,
 )
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 

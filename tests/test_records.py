@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import AgentResult, Final, StepRecord, Usage
 from kbagent.agent.kinds import SEARCH_TOOLS, RepairAction, Status, ToolName, ToolSet
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.llm.trace import TRACE_VERSION, TraceWriter, read_trace, trace_events
 from kbagent.agent.records import (
     DocumentReferences,
@@ -28,6 +27,7 @@ from kbagent.agent.tools.toolset import registry
 from kbagent.errors import NotFoundError
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.session import find_reference
+from tests.scripted_llm import ScriptedLLM
 
 # the keys, in order, that the dicts of the payloads have always had
 CHUNK_KEYS = ["n", "kb", "path", "start_line", "end_line", "score", "tool", "heading",

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.tui.app import KbApp
 from kbagent.tui.ask import AskScreen, Turn
 from kbagent.tui.document import DocumentScreen
 from kbagent.tui.widgets import Badge, Card, PromptInput, ReferencesPanel, StepPanel
+from tests.scripted_llm import ScriptedLLM
 
 QUESTION = "Which GPU model does the Kestrel Edge appliance use?"
 ANSWER = "Kestrel Edge uses four NVIDIA L40S GPUs."

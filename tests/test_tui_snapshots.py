@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from kbagent.agent.events import AgentResult
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.records import References
 from kbagent.tui.app import KbApp
 from kbagent.tui.widgets import PromptInput
+from tests.scripted_llm import ScriptedLLM
 
 SIZES = [(80, 24), (160, 48)]
 QUESTION = "Which GPU model does the Kestrel Edge appliance use?"

@@ -24,6 +24,7 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
+from kbagent.cli.shared import threading_main
 from kbagent.errors import BadInputError, ExitCode, KbagentError
 from kbagent.safe_text import json_text
 from kbagent.settings import default
@@ -141,12 +142,6 @@ def ask(
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
         raise typer.Exit(ExitCode.BACKEND)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,

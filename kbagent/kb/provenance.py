@@ -50,7 +50,9 @@ SEVERITY = {RefState.UNCHANGED: 0, RefState.UNCHECKED: 1, RefState.MOVED: 2,
 class _Kb(Protocol):  # what a check needs of a KnowledgeBase (tests may pass a real one)
     name: str
     generation: str
-    store: Any
+
+    @property
+    def store(self) -> Any: ...
 
 
 def text_sha(text: str) -> str:

@@ -173,4 +173,6 @@ def _args(args: dict[str, Any]) -> str:
 
 
 async def serve_acp(service: KbService) -> None:
-    await run_agent(KbAcpAgent(service))
+    # acp's Agent is a Protocol that agents subclass: the methods kbagent does not serve
+    # keep its stub bodies (they answer None), which mypy counts as abstract
+    await run_agent(KbAcpAgent(service))  # type: ignore[abstract]

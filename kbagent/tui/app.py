@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -28,6 +28,7 @@ from kbagent.tui.ask import AskScreen
 from kbagent.tui.browse import BrowseScreen
 from kbagent.tui.format import literal
 from kbagent.tui.history_screen import HistoryScreen
+from kbagent.tui.host import Host
 from kbagent.tui.search import SearchScreen
 
 SCREENS_HELP = {
@@ -49,7 +50,7 @@ def parse_keymap(spec: str) -> dict[str, str]:
     return out
 
 
-class KbApp(App):
+class KbApp(App[None]):
     """kbagent's terminal UI."""
 
     TITLE = "kbagent"
@@ -224,10 +225,16 @@ class KbApp(App):
     def rerun(self, question: str) -> None:
         """Put ``question`` back in the Ask screen's input."""
         self.switch_mode("ask")
-        self.call_after_refresh(lambda: self.screen.set_question(question))
+
+        def put() -> None:
+            screen = self.screen
+            assert isinstance(screen, AskScreen)
+            screen.set_question(question)
+
+        self.call_after_refresh(put)
 
     # --- command palette ----------------------------------------------------
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for mode, help_text in SCREENS_HELP.items():
             yield SystemCommand(f"Go to {mode.title()}", help_text,
@@ -259,6 +266,10 @@ class KbApp(App):
 
         self.session.cancel()
         gc.enable()  # paused during a run (tui/ask.py pause_collector)
+
+
+if TYPE_CHECKING:  # the screens take the app for a Host (tui/host.py): mypy checks it is one
+    _KBAPP_IS_A_HOST: type[Host] = KbApp
 
 
 def code_outline(kb: Any, path: str, principal: Principal) -> list[tuple[int, str, str]]:

@@ -112,8 +112,9 @@ class StepPanel(Collapsible):
         self.args = ""
 
     def _heading(self, extra: str = "") -> str:
-        kinds = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
-                 StepKind.ANSWER: "answer", StepKind.FORCED_FINAL: "final answer (forced)"}
+        kinds: dict[str, str] = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
+                                 StepKind.ANSWER: "answer",
+                                 StepKind.FORCED_FINAL: "final answer (forced)"}
         return f"{self.step}. {kinds.get(self.kind, self.kind)}" + (f" · {literal(extra)}"
                                                                   if extra else "")
 
@@ -162,7 +163,7 @@ def answer_markdown(text: str, supported: bool | None) -> str:
     return text
 
 
-class ReferencesPanel(Tree[dict]):
+class ReferencesPanel(Tree[dict[str, Any]]):
     """Cited chunks grouped by document, in order of first citation."""
 
     BINDINGS = [  # noqa: RUF012
@@ -248,7 +249,7 @@ class DocumentView(VerticalScroll):
         if row is None:
             later = [n for n in self.rows_before if n >= line]
             row = self.rows_before[min(later)] if later else 0
-        self._target_row = max(0, row - 2)
+        self._target_row: int | None = max(0, row - 2)
         self.scroll_to(y=self._target_row, animate=False)
 
     def on_resize(self, event: Any) -> None:

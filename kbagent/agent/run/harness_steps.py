@@ -8,7 +8,6 @@ questions, a search per part or operand of a decomposed question, and the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 from typing import Any
 
@@ -36,7 +35,7 @@ def search_call(query: str, top_k: int) -> ToolCall:
 def tool_step(s: RunState, step: int, call: ToolCall,
               thought: str) -> Generator[Event, None, ToolOutput]:
     """Run one tool call as a step of its own; its output."""
-    started = time.perf_counter()
+    started = s.clock.perf_counter()
     name, args = call.name, call.args
     yield StepStarted(step, kind=StepKind.RETRIEVAL)
     yield Action(step, name, args, thought)

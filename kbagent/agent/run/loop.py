@@ -12,7 +12,6 @@ turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
@@ -61,7 +60,9 @@ from kbagent.agent.run.search_memory import (
     pending_followups,
 )
 from kbagent.agent.run.state import (
+    SYSTEM_CLOCK,
     AgentConfig,
+    Clock,
     RunState,
     StepDone,
     final_sources,
@@ -72,9 +73,9 @@ from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.toolset import registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
+from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
@@ -85,10 +86,11 @@ MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 class Agent:
     """Answer questions over a fixed set of KBs with one LLM backend."""
 
-    def __init__(self, llm: LLM, kbs: list[KnowledgeBase], config: AgentConfig | None = None,
+    def __init__(self, llm: LLM, kbs: list[KbReader], config: AgentConfig | None = None,
                  *, searcher: HybridSearcher | None = None,
-                 principal: Principal = ANONYMOUS) -> None:
+                 principal: Principal = ANONYMOUS, clock: Clock = SYSTEM_CLOCK) -> None:
         self.llm = llm
+        self.clock = clock  # every run's deadline and timings (tests pass their own)
         self.kbs = {kb.name: kb for kb in kbs}
         self.config = config or AgentConfig()
         if self.config.mode not in tuple(AskMode):
@@ -139,12 +141,13 @@ class Agent:
                           principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
-        now = time.perf_counter()
+        now = self.clock.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned)
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
-                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
+                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
+                     clock=self.clock)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -194,7 +197,7 @@ class Agent:
             return f"step limit of {cfg.max_steps} reached"
         if s.usage.budget_tokens >= cfg.token_budget:
             return f"token budget of {cfg.token_budget} used"
-        if time.perf_counter() > s.deadline:
+        if s.clock.perf_counter() > s.deadline:
             return f"time limit of {cfg.time_limit:g}s reached"
         return ""
 
@@ -231,7 +234,7 @@ class Agent:
                 yield from self._final_turn(s, step + 1, reason)
                 return
             step += 1
-            started = time.perf_counter()
+            started = s.clock.perf_counter()
             yield StepStarted(step, kind=StepKind.LLM)
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
                             and ToolName.KB_SEARCH in s.tools)
@@ -317,7 +320,7 @@ class Agent:
         if s.stalled:
             yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
             return True
-        started = time.perf_counter()
+        started = s.clock.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
         s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]
         completion, _, ended = yield from self._turn(s, step, None,
@@ -351,7 +354,7 @@ class Agent:
         """Small talk: answer with no retrieval and no tools. A grounded run answers
         small talk and questions about kbagent itself from facts (kbagent/agent/run/about.py)
         rather than the model's guess."""
-        started = time.perf_counter()
+        started = s.clock.perf_counter()
         yield StepStarted(1, kind=StepKind.ANSWER)
         facts = SelfFacts(list(self.kbs), str(getattr(self.llm, "name", "unknown")),
                           bool(getattr(self.llm, "local", False)))

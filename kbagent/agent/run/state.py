@@ -1,12 +1,13 @@
 """What configures the agent (:class:`AgentConfig`) and what one question's run
 carries from step to step (:class:`RunState`): messages, steps, usage, the
-citation ledger, the session cache of calls, and why the run stopped."""
+citation ledger, the session cache of calls, why the run stopped, and the
+:class:`Clock` its time limit and step timings are read from."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
@@ -17,6 +18,25 @@ from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.records import SentenceRecord
 from kbagent.agent.tools.base import Tool, ToolCall, ToolContext
 from kbagent.settings import default
+
+
+class Clock(Protocol):
+    """Where a run reads the time: its deadline, the time-limit checks while a call
+    streams, and step and wall timings. The deadline is handed to the LLM backend,
+    which compares it with ``time.perf_counter()``, so a run with a real backend uses
+    :data:`SYSTEM_CLOCK`; tests pass a clock that moves only when they say."""
+
+    def perf_counter(self) -> float: ...
+
+
+class SystemClock:
+    """The process's own clock: ``time.perf_counter()``."""
+
+    def perf_counter(self) -> float:
+        return time.perf_counter()
+
+
+SYSTEM_CLOCK: Clock = SystemClock()
 
 
 @dataclass
@@ -76,6 +96,7 @@ class RunState:
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
+    clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
 
     def count(self, c: Completion) -> None:
         self.last_finish = c.finish_reason
@@ -108,7 +129,7 @@ def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
         prompt_tokens=c.prompt_tokens if c else 0,
         prompt_evaluated=c.prompt_evaluated if c else 0,
         completion_tokens=c.completion_tokens if c else 0,
-        ms=round((time.perf_counter() - started) * 1000, 1),
+        ms=round((s.clock.perf_counter() - started) * 1000, 1),
         llm_ms=round(c.ms, 1) if c else 0.0, tool_ms=round(done.tool_ms, 1), cached=done.cached)
     s.steps.append(rec)
     return rec
@@ -117,7 +138,7 @@ def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
 def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
     """The run's final result (``kbs``: the names of the KBs it could search)."""
     support = s.processor.support_by_number()
-    s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
+    s.usage.wall_ms = round((s.clock.perf_counter() - s.started) * 1000, 1)
     return AgentResult(
         question=s.question, answer=s.processor.answer, mode=s.mode, status=status,
         steps=s.steps, references=s.ledger.references(s.processor.cited(), support),

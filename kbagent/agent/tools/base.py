@@ -15,8 +15,8 @@ from kbagent.agent.events import Source
 from kbagent.agent.kinds import ToolName
 from kbagent.errors import KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
+from kbagent.kb.store_protocol import KbReader
 from kbagent.kb.views import FileViews
 
 OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
@@ -34,7 +34,7 @@ class ToolOutput:
 
 @dataclass
 class ToolContext:
-    kbs: dict[str, KnowledgeBase]
+    kbs: dict[str, KbReader]
     searcher: HybridSearcher
     ledger: CitationLedger
     # who is asking: set by the harness, never by a tool argument or a document
