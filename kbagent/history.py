@@ -130,7 +130,7 @@ class History:
     # --- writes ---------------------------------------------------------------
     def add(self, result: Any, model: str = "", asked_at: float | None = None) -> int:
         """Store one finished run (an ``AgentResult``); return its id."""
-        data = {**result.to_dict(), "all_references": result.all_references}
+        data = result.to_json()
         with self._connect() as conn:
             cur = conn.execute(
                 "INSERT INTO entries(asked_at,question,answer,status,mode,kbs,result,model,"

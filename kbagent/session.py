@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.kinds import AskMode, ToolSet
+from kbagent.agent.records import References
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.file_modes import private_dir
@@ -59,8 +60,8 @@ def save_last_answer(settings: Settings, result: AgentResult,
     from kbagent.kb.file_modes import write_atomic
 
     private_dir(settings.home)  # the answer quotes documents: 0700 here, the file 0600
-    data = {**result.to_dict(), "all_references": result.all_references}
-    write_atomic(last_answer_path(settings, principal), json.dumps(data, ensure_ascii=False))
+    write_atomic(last_answer_path(settings, principal),
+                 json.dumps(result.to_json(), ensure_ascii=False))
 
 
 def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> dict[str, Any]:
@@ -78,12 +79,11 @@ def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> di
 
 def find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
     """Reference ``[n]`` of an answer dict (``to_dict()`` form)."""
-    docs = answer.get("all_references") or answer.get("references", [])
-    for doc in docs:
-        for c in doc["chunks"]:
-            if c["n"] == n:
-                return dict(c)
-    known = sorted(c["n"] for d in docs for c in d["chunks"])
+    refs = References.from_json(answer.get("all_references") or answer.get("references"))
+    found = refs.reference(n)
+    if found is not None:
+        return found.to_json()
+    known = refs.numbers()
     raise NotFoundError(f"no reference [{n}] in the last answer"
                         + (f" (known: {', '.join(map(str, known))})" if known else ""))
 

@@ -76,7 +76,7 @@ class SessionPool:
                 result = ev.result
         assert result is not None
         return {**result.to_dict(), "requested_mode": mode, "retrieved": sorted(
-            {c["path"] for doc in result.all_references for c in doc["chunks"]})}
+            {c.path for c in result.all_references.chunks()})}
 
     def close(self) -> None:
         """Close every session (the one that loaded the model frees it)."""

@@ -148,7 +148,7 @@ def test_agent_run_never_carries_the_plan_for_an_anonymous_caller(kb):
                                              max_steps=6))
         result = run_to_result(agent, question)
         blob = json.dumps(result.to_dict(True), ensure_ascii=False)
-        blob += json.dumps(result.all_references, ensure_ascii=False)
+        blob += json.dumps(result.all_references.to_json(), ensure_ascii=False)
         typed = question + " CEO base salary $385,000 " + PLAN
         assert not leaked(blob, typed), leaked(blob, typed)
         assert not leaked(result.answer, typed)

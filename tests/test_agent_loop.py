@@ -70,7 +70,7 @@ def test_composite_question_searches_twice_and_calculates_before_answering(kb):
     assert "66.2%" in result.answer and "[" in result.answer  # citations placed by the harness
     assert len(result.steps) == 4
     assert result.steps[2].observation == "66.2 - 71.4 = -5.2"
-    cited_paths = {r["path"] for r in result.references}
+    cited_paths = {r.path for r in result.references}
     assert any(p.startswith("finance/") for p in cited_paths)
     # the model saw the observations, numbered, in later prompts
     last_prompt = llm.calls[-1]["messages"]

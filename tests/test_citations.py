@@ -81,7 +81,7 @@ def test_grep_yields_one_citation_per_file_with_the_matched_lines(ctx):
 def test_nan_or_none_scores_become_null(score):
     ledger = CitationLedger()
     ledger.add(kb="k", path="a.md", start_line=1, end_line=2, text="text", score=score)
-    ref = ledger.references(None)[0]["chunks"][0]
+    ref = ledger.references(None).to_json()[0]["chunks"][0]
     assert ref["score"] is None
     assert json.loads(json.dumps(ref))["score"] is None
 

@@ -162,7 +162,7 @@ def searched(events) -> list[str]:
 
 
 def retrieved(result) -> set[str]:
-    return {c["path"] for d in result.all_references for c in d["chunks"]}
+    return {c.path for c in result.all_references.chunks()}
 
 
 def test_the_question_sent_again_is_replaced_by_the_bridge_followup(hotpot_kb):

@@ -284,9 +284,9 @@ def test_tui_references_panel_names_the_slide(sample_settings):
         panel = turn.query_one(ReferencesPanel)
         docs = [str(n.label) for n in panel.root.children]
         i = docs.index("sample:product/roadmap_review_q4_2026.pptx")
-        ref = turn.result.references[i]["chunks"][0]
-        assert ref["location"] == "slide 3"
+        ref = turn.result.references[i].chunks[0]
+        assert ref.location == "slide 3"
         leaf = str(panel.root.children[i].children[0].label)
-        assert leaf.startswith(f"[{ref['n']}] slide 3 · lines {ref['start_line']}-")
+        assert leaf.startswith(f"[{ref.n}] slide 3 · lines {ref.start_line}-")
 
     drive(app, scenario)

@@ -111,17 +111,17 @@ def test_references_panel_groups_by_document_and_opens_the_cited_lines(sample_se
         turn = await ask(pilot, QUESTION)
         panel = turn.query_one(ReferencesPanel)
         docs = [str(n.label) for n in panel.root.children]
-        assert docs == [f"{d['kb']}:{d['path']}" for d in turn.result.references]
-        first = turn.result.references[0]["chunks"][0]
+        assert docs == [f"{d.kb}:{d.path}" for d in turn.result.references]
+        first = turn.result.references[0].chunks[0]
         leaf = str(panel.root.children[0].children[0].label)
-        assert leaf.startswith(f"[{first['n']}] lines {first['start_line']}-{first['end_line']}")
+        assert leaf.startswith(f"[{first.n}] lines {first.start_line}-{first.end_line}")
         panel.focus()
         panel.move_cursor(panel.root.children[0].children[0])
         await pilot.press("o")
         await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen))
         doc = pilot.app.screen
-        assert doc.highlight == (first["start_line"], first["end_line"])
-        assert doc.path == first["path"]
+        assert doc.highlight == (first.start_line, first.end_line)
+        assert doc.path == first.path
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, AskScreen))
 

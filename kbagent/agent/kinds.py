@@ -85,3 +85,33 @@ class TurnEnd:
 
 GO_ON = TurnEnd()
 DONE = TurnEnd(done=True)
+
+
+class ToolName(StrEnum):
+    """The agent's tools, by the name the model calls them (``Action: kb_search``)."""
+
+    KB_SEARCH = "kb_search"
+    KB_SEMANTIC_SEARCH = "kb_semantic_search"
+    KB_GREP = "kb_grep"
+    KB_CAT = "kb_cat"
+    KB_LS = "kb_ls"
+    KB_GLOB = "kb_glob"
+    LIST_KBS = "list_kbs"
+    CALCULATE = "calculate"
+    PLAN = "plan"
+    CODE_DEFINITION = "code_definition"
+    CODE_REFERENCES = "code_references"
+    CODE_CALLERS = "code_callers"
+    CODE_OUTLINE = "code_outline"
+
+
+# the tools that search (a repeated or pasted query is caught for these)
+SEARCH_TOOLS = frozenset({ToolName.KB_SEARCH, ToolName.KB_SEMANTIC_SEARCH})
+
+
+class RepairAction(StrEnum):
+    """``Repair.action``: what the grounding check did to a model sentence."""
+
+    REPLACED = "replaced"  # a fact was not in its source: the source sentence is quoted
+    RECITED = "recited"  # right, but cited to the wrong chunk: cited to the one that says it
+    REMOVED = "removed"  # no source sentence carries it

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
+from kbagent.agent.records import References
 from kbagent.cli.app import app
 from kbagent.cli.common import (
     AsOpt,
@@ -136,8 +137,7 @@ def ask(
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
-        show_reference(settings, {"all_references": result.all_references}, open_ref, editor,
-                       principal)
+        show_reference(settings, result.to_json(), open_ref, editor, principal)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
@@ -215,8 +215,8 @@ def ref(
     principal = principal_from(settings, as_user, groups)
     answer = load_last_answer(settings, principal)
     if n is None:
-        cited = [c["n"] for d in answer.get("references", []) for c in d["chunks"]]
+        cited = References.from_json(answer.get("references")).chunks()
         if not cited:
             fail("the last answer has no references", ExitCode.NOT_FOUND)
-        n = cited[0]
+        n = cited[0].n
     show_reference(settings, answer, n, editor, principal)

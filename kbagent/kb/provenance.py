@@ -20,7 +20,7 @@ import difflib
 import hashlib
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -78,27 +78,37 @@ def joined(lines: list[Line]) -> str:
 
 
 # ----------------------------------------------------------------- stamping
-def stamp_references(kbs: Mapping[str, _Kb], documents: list[dict[str, Any]]) -> None:
-    """Add ``text_sha``, ``doc_hash`` and ``generation`` to every chunk of a
-    references payload (``DocumentReferences.to_json()`` dicts), in place. A chunk
-    whose KB or document cannot be read now is left unstamped."""
+class Cited(Protocol):
+    """A cited chunk as stamping sees it (the agent's ``ReferenceChunk``)."""
+
+    kb: str
+    path: str
+    start_line: int
+    end_line: int
+    text_sha: str | None
+    doc_hash: str | None
+    generation: str | None
+
+
+def stamp_references(kbs: Mapping[str, _Kb], chunks: Iterable[Cited]) -> None:
+    """Set ``text_sha``, ``doc_hash`` and ``generation`` on every cited chunk of an
+    answer, in place. A chunk whose KB or document cannot be read now is left
+    unstamped."""
     cache: dict[tuple[str, str], tuple[str, list[Line]] | None] = {}
-    for doc in documents:
-        for c in doc.get("chunks", []):
-            kb = kbs.get(str(c.get("kb", doc.get("kb", ""))))
-            if kb is None:
-                continue
-            key = (kb.name, str(c.get("path", doc.get("path", ""))))
-            if key not in cache:
-                loaded = kb.store.document_lines(key[1])
-                cache[key] = None if loaded is None else (loaded[0].content_hash, loaded[1])
-            got = cache[key]
-            if got is None:
-                continue
-            c["text_sha"] = text_sha(joined(span_lines(got[1], int(c["start_line"]),
-                                                       int(c["end_line"]))))
-            c["doc_hash"] = got[0]
-            c["generation"] = kb.generation
+    for c in chunks:
+        kb = kbs.get(c.kb)
+        if kb is None:
+            continue
+        key = (kb.name, c.path)
+        if key not in cache:
+            loaded = kb.store.document_lines(key[1])
+            cache[key] = None if loaded is None else (loaded[0].content_hash, loaded[1])
+        got = cache[key]
+        if got is None:
+            continue
+        c.text_sha = text_sha(joined(span_lines(got[1], c.start_line, c.end_line)))
+        c.doc_hash = got[0]
+        c.generation = kb.generation
 
 
 # ----------------------------------------------------------------- checking

@@ -222,12 +222,10 @@ def cancelled(question: str, mode: str) -> m.AskResult:
 
 
 def ask_result(result: Any) -> m.AskResult:
-    refs = [m.Reference(n=c["n"], kb=d["kb"], path=d["path"], start_line=c["start_line"],
-                        end_line=c["end_line"],
-                        where=f"{d['path']}:{c['start_line']}-{c['end_line']}",
-                        uri=document_uri(d["kb"], d["path"]), excerpt=c["excerpt"],
-                        location=c.get("location") or "")
-            for d in result.references for c in d["chunks"]]
+    refs = [m.Reference(n=c.n, kb=c.kb, path=c.path, start_line=c.start_line,
+                        end_line=c.end_line, where=c.where, uri=document_uri(c.kb, c.path),
+                        excerpt=c.excerpt, location=c.location)
+            for c in result.references.chunks()]
     return m.AskResult(question=result.question, answer=result.answer,
                        status=str(result.status), mode=str(result.mode),
                        references=sorted(refs, key=lambda r: r.n), steps=len(result.steps),

@@ -136,13 +136,9 @@ class Turn(Vertical):
         self.notices.mount(Static(plain(text), classes=f"notice -{kind}"))
 
     def reference(self, n: int) -> dict[str, Any] | None:
-        if self.result is None:
-            return None
-        for doc in self.result.all_references:
-            for c in doc["chunks"]:
-                if c["n"] == n:
-                    return dict(c)
-        return None
+        """Reference ``[n]`` of this turn's answer, as the widgets show it."""
+        found = self.result.reference(n) if self.result is not None else None
+        return found.to_json() if found is not None else None
 
 
 class AskScreen(Screen[None]):
@@ -288,9 +284,8 @@ class AskScreen(Screen[None]):
         cost = (f" · {usage.budget_tokens} tokens · {usage.wall_ms / 1000:.1f} s"
                 if host(self).timings else "")
         turn.notice(f"{result.status} · mode {result.mode}{cost}", "status")
-        seen: list[dict[str, Any]] = [c for d in result.references for c in d["chunks"]]
-        seen.sort(key=lambda c: c["n"])
-        await turn.badges.mount_all(Badge(c, classes="badge") for c in seen)
+        seen = sorted(result.references.chunks(), key=lambda c: c.n)
+        await turn.badges.mount_all(Badge(c.to_json(), classes="badge") for c in seen)
         if result.references:
             await turn.refs_box.mount(ReferencesPanel(result.references, classes="refs-tree"))
         self.previous = (result.question, result.answer)

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Markdown, Static
 
+from kbagent.agent.records import References
 from kbagent.errors import KbagentError
 from kbagent.safe_text import clean
 from kbagent.tui.format import check_note, excerpt, plain
@@ -75,7 +76,8 @@ class HistoryEntryScreen(Screen[None]):
                     f"[{c.n}] {c.path}:{c.start_line}-{c.end_line}: {check_note(c)[2:]}"
                     for c in stale]), classes="stale-sources", markup=False)
             if res.get("references"):
-                yield ReferencesPanel(res["references"], checks, classes="refs-tree")
+                yield ReferencesPanel(References.from_json(res["references"]), checks,
+                                      classes="refs-tree")
         yield Footer()
 
     def action_rerun(self) -> None:

@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Collapsible, Static, TextArea, Tree
 
 from kbagent.agent.kinds import StepKind
+from kbagent.agent.records import References
 from kbagent.safe_text import clean
 from kbagent.tui.format import excerpt, literal, plain, ref_location
 
@@ -175,29 +176,31 @@ class ReferencesPanel(Tree[dict[str, Any]]):
             super().__init__()
             self.ref, self.editor = ref, editor
 
-    def __init__(self, references: list[dict[str, Any]], checks: dict[int, Any] | None = None,
+    def __init__(self, references: References, checks: dict[int, Any] | None = None,
                  **kwargs: Any) -> None:
         super().__init__("references", **kwargs)
         self.show_root = False
         checks = checks or {}  # n -> kb.provenance.RefCheck: what became of the source
         for doc in references:
-            node = self.root.add(plain(f"{doc['kb']}:{doc['path']}"), expand=True,
-                                 data={"doc": doc})
-            for c in doc["chunks"]:
-                mark = " ⚠" if c.get("supported") is False else ""
-                check = checks.get(c["n"])
+            # a document opens at its first cited chunk; a leaf holds its chunk
+            node = self.root.add(plain(f"{doc.kb}:{doc.path}"), expand=True,
+                                 data={"first": doc.chunks[0].to_json()} if doc.chunks else None)
+            for c in doc.chunks:
+                mark = " ⚠" if c.supported is False else ""
+                check = checks.get(c.n)
                 if check is not None and check.stale:
                     mark += f" · {check.state} since the answer"
-                place = f"{c['location']} · " if c.get("location") else ""
-                node.add_leaf(plain(f"[{c['n']}] {place}lines {c['start_line']}-{c['end_line']} · "
-                                    f"score {c.get('score') or 0:.3f}{mark}"), data=c)
+                place = f"{c.location} · " if c.location else ""
+                node.add_leaf(plain(f"[{c.n}] {place}lines {c.start_line}-{c.end_line} · "
+                                    f"score {c.score or 0:.3f}{mark}"), data=c.to_json())
 
     def _ref(self) -> dict[str, Any] | None:
         node = self.cursor_node
         if node is None or node.data is None:
             return None
         data = node.data
-        return data["doc"]["chunks"][0] if "doc" in data else data
+        first: dict[str, Any] = data.get("first", data)
+        return first
 
     def action_open_doc(self) -> None:
         ref = self._ref()

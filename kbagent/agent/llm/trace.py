@@ -37,10 +37,8 @@ from kbagent.agent.events import (
     Event,
     Final,
     Observation,
-    StepRecord,
     StepStarted,
     ThoughtDelta,
-    Usage,
 )
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.errors import BadInputError, NotFoundError
@@ -110,7 +108,7 @@ class TraceWriter:
     def event(self, ev: Event) -> None:
         data = ev.to_dict()
         if isinstance(ev, Final):
-            data["all_references"] = ev.result.all_references
+            data["all_references"] = ev.result.all_references.to_json()
         self.write({"kind": "event", "t_ms": self.ms(), "event": data})
 
     def end(self, result: AgentResult | None, status: str = "") -> None:
@@ -177,16 +175,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
 
 
 def result_from_dict(d: dict[str, Any]) -> AgentResult:
-    usage = {k: v for k, v in d.get("usage", {}).items() if k != "budget_tokens"}
-    return AgentResult(
-        question=d["question"], answer=d["answer"], mode=d["mode"], status=d["status"],
-        steps=[StepRecord(**s) for s in d.get("steps", [])],
-        references=d.get("references", []),
-        all_references=d.get("all_references") or d.get("references", []),
-        unsupported=d.get("unsupported", []), sentences=d.get("sentences", []),
-        usage=Usage(**usage), stop_reason=d.get("stop_reason", ""), kbs=d.get("kbs", []),
-        abstained=bool(d.get("abstained", False)), repairs=d.get("repairs", []),
-    )
+    return AgentResult.from_json(d)
 
 
 def event_from_dict(d: dict[str, Any]) -> Event:

@@ -29,11 +29,13 @@ from kbagent.agent.events import (
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
+    SEARCH_TOOLS,
     AskMode,
     ErrorKind,
     SearchFirst,
     Status,
     StepKind,
+    ToolName,
     TurnEnd,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
@@ -43,7 +45,7 @@ from kbagent.agent.run.act import act
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import generate
-from kbagent.agent.run.harness_steps import call_key, followup_step, search_args, search_step
+from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
@@ -53,7 +55,6 @@ from kbagent.agent.run.react import (
 from kbagent.agent.run.router import route
 from kbagent.agent.run.search_memory import (
     MAX_FOLLOWUPS,
-    SEARCH_TOOLS,
     only_harness_searched,
     pending_followups,
 )
@@ -114,8 +115,8 @@ class Agent:
         try:
             for ev in run:
                 if isinstance(ev, Final):  # references record what they cited (hashes)
-                    stamp_references(self.kbs, ev.result.references)
-                    stamp_references(self.kbs, ev.result.all_references)
+                    stamp_references(self.kbs, ev.result.references.chunks())
+                    stamp_references(self.kbs, ev.result.all_references.chunks())
                 yield ev
         finally:
             run.close()
@@ -197,7 +198,7 @@ class Agent:
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", prompts.question_message(s.question))]
         step = 0
-        if cfg.search_first == SearchFirst.QUESTION and "kb_search" in s.tools:
+        if cfg.search_first == SearchFirst.QUESTION and ToolName.KB_SEARCH in s.tools:
             step = 1
             out = yield from search_step(s, step, s.question, prompts.RAG_THOUGHT, cfg.rag_top_k)
             # the results join the question: no step written for the model to copy
@@ -227,13 +228,13 @@ class Agent:
             started = s.clock.perf_counter()
             yield StepStarted(step, kind=StepKind.LLM)
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
-                            and "kb_search" in s.tools)
+                            and ToolName.KB_SEARCH in s.tools)
             # a multi-hop question gets one search beyond the harness's before an answer
             follow_first = (only_harness_searched(s, self.config.search_first)
                             and bool(pending_followups(s)))
             allowed_tools = s.tools
             if first_search:
-                allowed_tools = {"kb_search": s.tools["kb_search"]}
+                allowed_tools = {ToolName.KB_SEARCH: s.tools[ToolName.KB_SEARCH]}
             elif follow_first:
                 allowed_tools = {n: t for n, t in s.tools.items() if n in SEARCH_TOOLS}
             grammar = step_grammar(allowed_tools, allow_final=not (first_search or follow_first),
@@ -330,8 +331,8 @@ class Agent:
         if not fallback:
             s.mode = AskMode.RAG
         step = len(s.steps)
-        searched = call_key("kb_search", search_args(s.question, self.config.rag_top_k))
-        if searched not in s.calls:  # a fallback after the harness's first search skips it
+        # a fallback after the harness's first search skips it
+        if search_call(s.question, self.config.rag_top_k) not in s.calls:
             step += 1
             yield from search_step(s, step, s.question, prompts.RAG_THOUGHT,
                                    self.config.rag_top_k)

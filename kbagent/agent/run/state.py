@@ -15,7 +15,8 @@ from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
 from kbagent.agent.kinds import AskMode, SearchFirst, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
-from kbagent.agent.tools.base import Tool, ToolContext
+from kbagent.agent.records import SentenceRecord
+from kbagent.agent.tools.base import Tool, ToolCall, ToolContext
 from kbagent.settings import Settings, default
 
 
@@ -44,7 +45,7 @@ class AgentConfig:
     tools: ToolSet = ToolSet.KNOWLEDGE
     # code_* tools in knowledge mode too (full always has them)
     code_tools: bool = default("code_tools")
-    # the limits default to the settings' defaults (kbagent/settings.py owns them)
+    # the limits default to the settings' defaults (kbagent/defaults.py owns them)
     max_steps: int = default("max_steps")
     token_budget: int = default("token_budget")
     time_limit: float = default("time_limit")
@@ -89,7 +90,7 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    calls: dict[ToolCall, int] = field(default_factory=dict)  # each call: its first step
     protocol_failures: int = 0
     repeats: int = 0  # consecutive calls answered from the cache
     followups: int = 0  # searches the harness made in place of a repeated query
@@ -147,10 +148,9 @@ def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
         steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
         all_references=s.ledger.references(None, support),
         unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
-        sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
-                    "support": None if x.support is None else round(x.support, 3),
-                    "supported": x.supported, "role": x.role,
-                    "numbers_missing": _numbers_missing(s, x)}
+        sentences=[SentenceRecord(x.text.strip(), x.cited, x.auto,
+                                  None if x.support is None else round(x.support, 3),
+                                  x.supported, x.role, _numbers_missing(s, x))
                    for x in s.processor.sentences if x.text.strip()],
         usage=s.usage, stop_reason=s.stop_reason, kbs=kbs, abstained=s.abstained,
         repairs=list(g.repairs) if (g := s.processor.grounding) else [])
