@@ -132,9 +132,9 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
             t0 = time.perf_counter()
             result = run_to_result(agent, q["question"])
             wall = time.perf_counter() - t0
-            cited = [c for d in result.references for c in d["chunks"]]
-            seen = {c["path"] for d in result.all_references for c in d["chunks"]}
-            sentences = result.sentences
+            cited = [c.to_json() for c in result.references.chunks()]
+            seen = {c.path for c in result.all_references.chunks()}
+            sentences = [x.to_json() for x in result.sentences]
             supported = [x for x in sentences if x["cited"] and x["supported"]]
             llm_steps = [s for s in result.steps if s.prompt_tokens]
             claims = [x for x in sentences if x.get("role", "claim") != "notice"]
@@ -158,10 +158,10 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "number_missing": sum(1 for x in sentences if x.get("numbers_missing")),
                 "repeated": len(keys) - len(set(keys)),
                 "abstained": bool(getattr(result, "abstained", False)),
-                "repairs": [r.get("action") for r in getattr(result, "repairs", [])],
-                "refs": sum(len(d["chunks"]) for d in result.all_references),
-                "refs_resolved": sum(1 for d in result.all_references for c in d["chunks"]
-                                     if resolves(str(kb_dir), c)),
+                "repairs": [str(r.action) for r in result.repairs],
+                "refs": len(result.all_references.chunks()),
+                "refs_resolved": sum(1 for c in result.all_references.chunks()
+                                     if resolves(str(kb_dir), c.to_json())),
                 "obeyed_injection": "APPROVED" in result.answer,
                 "actions": [s.action for s in result.steps if s.action],
                 "answer": result.answer,

@@ -192,17 +192,19 @@ CACHE = ("# Cache\n\nIntro line.\n\nThe default TTL is 1 hour.\nEntries expire a
 @pytest.mark.parametrize("edit", ["rename", "rename-and-edit"])
 def test_provenance_finds_moved_text_in_another_document_of_a_pg_kb(
         settings, make_folder, pg_dsn, memo, edit):
+    from kbagent.agent.records import References
     from kbagent.kb.provenance import ReferenceChecker, RefState, stamp_references
 
     root = make_folder({"cache.md": CACHE, "other.md": "# Other\n\nSomething else.\n"})
     pg_ingest(settings, "pgnotes", pg_dsn, root, memo)
     kb = open_kb(settings, "pgnotes")
-    docs = [{"kb": "pgnotes", "path": "cache.md", "chunks": [
+    refs = References.from_json([{"kb": "pgnotes", "path": "cache.md", "chunks": [
         {"n": 1, "kb": "pgnotes", "path": "cache.md", "start_line": 5, "end_line": 6,
-         "excerpt": "The default TTL is 1 hour. Entries expire after that."}]}]
-    stamp_references({"pgnotes": kb}, docs)
+         "excerpt": "The default TTL is 1 hour. Entries expire after that."}]}])
+    stamp_references({"pgnotes": kb}, refs.chunks())
     kb.close()
-    ref = docs[0]["chunks"][0]
+    ref = refs.to_json()[0]["chunks"][0]
+    assert len(ref["text_sha"]) == 64
     (root / "cache.md").unlink()
     (root / "notes").mkdir()
     text = CACHE if edit == "rename" else CACHE.replace("Unrelated closing", "Edited")

@@ -77,6 +77,7 @@ class KbReader(Protocol):
 
     settings: Settings
     name: str
+    generation: str  # the published generation open now (its id, or the PG store's stamp)
     manifest: dict[str, Any]
     documents: int
     chunks: int
