@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from enum import Enum
 from pathlib import Path
@@ -175,6 +175,12 @@ class _EnvSource(EnvSettingsSource):
     """``KBAGENT_<NAME>`` for every setting but ``home``: ``KBAGENT_HOME`` is read by
     :func:`default_home` (where an empty one means the platform's default), and it
     decides where the config file is, which may then set ``home`` itself."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # exactly KBAGENT_<NAME> in capitals, as before pydantic-settings: its default
+        # matching ignores case, so a stray ``kbagent_max_steps`` would change a setting
+        return {k.lower(): v for k, v in os.environ.items()
+                if k.startswith(ENV_PREFIX) and k == k.upper()}
 
     def __call__(self) -> dict[str, Any]:
         return {k: v for k, v in super().__call__().items() if k != "home"}

@@ -96,6 +96,20 @@ def test_an_int_from_the_environment_is_checked(kb_home, monkeypatch):
     assert Settings.load().time_limit == 12.5
 
 
+def test_only_the_capitalised_variable_names_a_setting(kb_home, monkeypatch):
+    """KBAGENT_MAX_STEPS, exactly: pydantic-settings would also read kbagent_max_steps
+    or Kbagent_Grounded, so a stray variable could change (or break) every command."""
+    monkeypatch.delenv("KBAGENT_GROUNDED", raising=False)  # conftest's
+    monkeypatch.setenv("kbagent_max_steps", "abc")
+    monkeypatch.setenv("Kbagent_Grounded", "no")
+    monkeypatch.setenv("KBAGENT_max_steps", "9")
+    settings = Settings.load()
+    assert settings.max_steps == default("max_steps")
+    assert settings.grounded is default("grounded") is True
+    monkeypatch.setenv("KBAGENT_MAX_STEPS", "7")
+    assert Settings.load().max_steps == 7
+
+
 def test_typed_values_from_the_config_file_keep_their_type(kb_home):
     kb_home.mkdir(parents=True)
     (kb_home / "config.toml").write_text("max_steps = 6\ntime_limit = 30\nseed = 7.0\n"
