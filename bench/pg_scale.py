@@ -57,7 +57,10 @@ def write_json(path: Path, data: Any) -> None:
 
 # ------------------------------------------------------------------ server
 class KeptPg(PgServer):
-    """tests/pg_server.py's server with a fixed folder that stop() keeps."""
+    """tests/pg_server.py's server with a fixed folder that stop() keeps (its _start
+    reuses a folder that already holds a database)."""
+
+    start_timeout = 120
 
     def __init__(self, folder: Path, port: int) -> None:
         self.bin = _bin_dir()
@@ -66,23 +69,6 @@ class KeptPg(PgServer):
         self.started = False
         self.dir = folder
         folder.mkdir(parents=True, exist_ok=True)
-
-    def _start(self) -> str:
-        if self.as_root:
-            self._prepare_root()
-        data = self.dir / "data"
-        if not (data / "PG_VERSION").is_file():
-            self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres",
-                      "--auth=trust", "-E", "UTF8", "--no-sync")
-        opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
-                "-c max_connections=50 -c shared_buffers=256MB -c maintenance_work_mem=512MB")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-o", opts,
-                  "-l", str(self.dir / "log"), "-w", "-t", "120", "start")
-        self.started = True
-        return self.dsn
-
-    def start(self) -> str:
-        return self._start()
 
     def stop(self) -> None:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast",
