@@ -156,6 +156,9 @@ class AgentResult:
     kbs: list[str] = field(default_factory=list)
     abstained: bool = False  # the answer says the knowledge base does not say
     repairs: list[Repair] = field(default_factory=list)  # what the grounding check did
+    # the fact asked for in a few words ("128", "/bin/sh"), cited; "" when the answer has
+    # none (abstention, an explanation, small talk). The answer begins with it.
+    short_answer: str = ""
 
     def reference(self, n: int) -> ReferenceChunk | None:
         """Reference ``[n]`` among every chunk the run saw (None: no such number)."""
@@ -167,6 +170,7 @@ class AgentResult:
         return {
             "question": self.question,
             "answer": self.answer,
+            "short_answer": self.short_answer,
             "mode": self.mode,
             "status": self.status,
             "stop_reason": self.stop_reason,
@@ -201,6 +205,7 @@ class AgentResult:
             usage=Usage(**usage), stop_reason=d.get("stop_reason", ""), kbs=d.get("kbs", []),
             abstained=bool(d.get("abstained", False)),
             repairs=[Repair.from_json(r) for r in d.get("repairs", [])],
+            short_answer=str(d.get("short_answer", "")),
         )
 
 

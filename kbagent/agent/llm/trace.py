@@ -114,7 +114,8 @@ class TraceWriter:
     def end(self, result: AgentResult | None, status: str = "") -> None:
         self.write({"kind": "end", "t_ms": self.ms(),
                     "status": result.status if result else status,
-                    "answer": result.answer if result else ""})
+                    "answer": result.answer if result else "",
+                    "short_answer": result.short_answer if result else ""})
 
     def close(self) -> None:
         with self._lock:

@@ -99,6 +99,7 @@ class RunState:
     stop_reason: str = ""
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
+    short_answer: str = ""  # the fact in a few words, with its marker ("128 [1]")
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
     clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
 
@@ -153,7 +154,8 @@ def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
                                   x.supported, x.role, _numbers_missing(s, x))
                    for x in s.processor.sentences if x.text.strip()],
         usage=s.usage, stop_reason=s.stop_reason, kbs=kbs, abstained=s.abstained,
-        repairs=list(g.repairs) if (g := s.processor.grounding) else [])
+        repairs=list(g.repairs) if (g := s.processor.grounding) else [],
+        short_answer=s.short_answer)
 
 
 def _numbers_missing(s: RunState, sent: Any) -> list[str]:
