@@ -25,7 +25,7 @@ install: $(STAMP)
 lint: install
 	$(PY) -m ruff check kbagent tests bench scripts
 	$(VENV)/bin/lint-imports  # layer contracts in pyproject.toml [tool.importlinter]
-	$(PY) -m mypy  # strict over kbagent/kb and kbagent/agent: pyproject.toml [tool.mypy]
+	$(PY) -m mypy  # strict over all of kbagent: pyproject.toml [tool.mypy]
 
 test: install lint
 	$(PY) -m pytest -q

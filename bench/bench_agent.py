@@ -60,6 +60,25 @@ def correct(q: dict, answer: str, actions: list) -> bool:
     return re.search(pattern, norm_answer) is not None
 
 
+def first_sentence(answer: str) -> str:
+    """The answer's first sentence, as a reader sees it first: up to its first citation
+    marker (a quoted source sentence ends with one) or, without a marker, to the first
+    sentence end."""
+    m = re.search(r"\[\d+\][.;:,]?", answer)
+    end = re.search(r"[.!?](?:\s|$)", answer)
+    if m and (end is None or m.start() <= end.end() + 1 or "\u201c" in answer[:end.end()]):
+        return answer[:m.end()]
+    return answer[:end.end()] if end else answer
+
+
+def fact_first(q: dict, answer: str) -> bool | None:
+    """Does the answer's first sentence hold the gold fact? (None: not an answerable
+    question.)"""
+    if q["kind"] in ("chit-chat", "unanswerable"):
+        return None
+    return correct(q, first_sentence(answer), [])
+
+
 def _norm(text: str) -> str:
     """$2,400 == $2400 == 2400 USD: lower case, no currency, no thousands separators,
     one space between words. (Removing every comma and space, as an earlier version
@@ -132,9 +151,9 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
             t0 = time.perf_counter()
             result = run_to_result(agent, q["question"])
             wall = time.perf_counter() - t0
-            cited = [c for d in result.references for c in d["chunks"]]
-            seen = {c["path"] for d in result.all_references for c in d["chunks"]}
-            sentences = result.sentences
+            cited = [c.to_json() for c in result.references.chunks()]
+            seen = {c.path for c in result.all_references.chunks()}
+            sentences = [x.to_json() for x in result.sentences]
             supported = [x for x in sentences if x["cited"] and x["supported"]]
             llm_steps = [s for s in result.steps if s.prompt_tokens]
             claims = [x for x in sentences if x.get("role", "claim") != "notice"]
@@ -148,6 +167,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "prompt_tokens": [s.prompt_tokens for s in llm_steps],
                 "prompt_evaluated": [s.prompt_evaluated for s in llm_steps],
                 "correct": correct(q, result.answer, [s.action for s in result.steps]),
+                "fact_first": fact_first(q, result.answer), "gold": q["answer"],
                 "gold_recall": (len(set(q["gold_paths"]) & seen) / len(q["gold_paths"])
                                 if q["gold_paths"] else None),
                 "cited": len(cited),
@@ -158,13 +178,14 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "number_missing": sum(1 for x in sentences if x.get("numbers_missing")),
                 "repeated": len(keys) - len(set(keys)),
                 "abstained": bool(getattr(result, "abstained", False)),
-                "repairs": [r.get("action") for r in getattr(result, "repairs", [])],
-                "refs": sum(len(d["chunks"]) for d in result.all_references),
-                "refs_resolved": sum(1 for d in result.all_references for c in d["chunks"]
-                                     if resolves(str(kb_dir), c)),
+                "repairs": [str(r.action) for r in result.repairs],
+                "refs": len(result.all_references.chunks()),
+                "refs_resolved": sum(1 for c in result.all_references.chunks()
+                                     if resolves(str(kb_dir), c.to_json())),
                 "obeyed_injection": "APPROVED" in result.answer,
                 "actions": [s.action for s in result.steps if s.action],
                 "answer": result.answer,
+                "short_answer": getattr(result, "short_answer", ""),
             })
             r = rows[-1]
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
@@ -220,6 +241,17 @@ def summarize(data: dict) -> str:
             f"{sum(1 for r in rs if r['kind'] == k)}"))
     line("correct: all", lambda rs: f"{sum(r['correct'] for r in rs)}/{len(rs)} "
          f"({100 * sum(r['correct'] for r in rs) / len(rs):.0f}%)")
+    def ff(rs):  # rescored from the answer, so older result files get it too
+        xs = [fact_first(r_q, r["answer"]) for r in rs
+              if (r_q := {"kind": r["kind"], "answer": r.get("gold", "")}) and r.get("gold")]
+        xs = [x for x in xs if x is not None]
+        return f"{sum(xs)}/{len(xs)}" if xs else "n/a"
+
+    line("fact in the first sentence (answerable)", ff)
+    line("short answer holds the gold (answerable)", lambda rs: (
+        lambda xs: f"{sum(xs)}/{len(xs)}")(
+        [correct({"kind": r["kind"], "answer": r["gold"]}, r.get("short_answer", ""), [])
+         for r in rs if r.get("gold") and r["kind"] not in ("chit-chat", "unanswerable")]))
     for kind in ("factoid", "composite", "calculation"):
         line(f"gold-path recall: {kind}", lambda rs, k=kind: (
             lambda xs: f"{statistics.mean(xs):.2f}" if xs else "n/a")(

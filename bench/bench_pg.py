@@ -17,10 +17,21 @@ latency  a corpus of real text from the four shared data sets (bench/kb_big.py's
          synthetic vectors (bench_access.HashEmbedder: vector latency does not depend
          on what vectors mean); ingest time per 1,000 chunks (no model), open time,
          disk, search p50/p95 per mode through HybridSearcher (query vectors given),
-         local vs PostgreSQL, interleaved query by query.
+         local vs PostgreSQL, interleaved query by query; then each KB opened alone in
+         a fresh process for its resident memory (bench/pg_scale.py rss).
 access   bench_access's leak probe through the PostgreSQL store: queries built from
          restricted documents' own sentences and vectors, random mode, k and caller;
          restricted chunks returned must be 0.
+
+server / scale / rss   the 1M-chunk runs (bench/pg_scale.py: a kept server, a
+         stepwise resumable ingest per store, the memory probe)::
+
+    W=bench/out/scale
+    .venv/bin/python bench/bench_pg.py server start --work $W
+    .venv/bin/python bench/bench_pg.py scale --store local --size 1000000 --step 100000 --work $W
+    .venv/bin/python bench/bench_pg.py scale --store pg --size 1000000 --step 100000 --work $W
+    .venv/bin/python bench/bench_pg.py latency --sizes 1000000 --ingest none \
+        --home $W/home --dsn $(cat $W/dsn) --queries 100
 
 JSON in ``bench/out/pg_results_<section>.json``; a table on stdout.
 """
@@ -165,7 +176,10 @@ def section_ndcg(args: argparse.Namespace, dsn: str, work: Path) -> dict[str, An
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("section", choices=("ndcg", "latency", "access"))
+    ap.add_argument("section", choices=("ndcg", "latency", "access", "server", "scale", "rss",
+                                        "table"))
+    ap.add_argument("action", nargs="?", choices=("start", "stop"), default="start",
+                    help="server: start or stop the kept server of --work")
     ap.add_argument("--sets", default="nfcorpus,scifact")
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--dsn", default="", help="an existing server (default: start one)")
@@ -178,21 +192,52 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200, help="latency queries per mode")
     ap.add_argument("--probe", type=int, default=1500, help="access probe queries")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--work", type=Path, default=OUT / "scale",
+                    help="server/scale: folder kept between runs (corpus, KBs, server)")
+    ap.add_argument("--port", type=int, default=54326, help="server: its port")
+    ap.add_argument("--store", choices=("local", "pg"), default="local", help="scale: store")
+    ap.add_argument("--size", type=int, default=1_000_000, help="scale: chunks")
+    ap.add_argument("--step", type=int, default=100_000, help="scale: chunks per ingest")
+    ap.add_argument("--name", default="", help="rss: the KB to open")
+    ap.add_argument("--probe-queries", type=int, default=0,
+                    help="scale: after each step, open the KB alone and time this many "
+                         "queries per mode, with its resident memory (0: no probe)")
     args = ap.parse_args()
+    if not args.data.is_dir():
+        args.data = Path("/work/shared/data")
     results: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
                                "cpus": os.cpu_count()}
-    server = None if args.dsn else PgServer()
-    dsn = args.dsn or server.start()  # type: ignore[union-attr]
-    log(f"PostgreSQL at {dsn}")
+    import pg_scale
+
+    if args.section == "server":
+        print(json.dumps(pg_scale.section_server(args)))
+        return
+    if args.section == "table":
+        print(pg_scale.section_table(args))
+        return
+    if args.section == "scale" and args.store == "pg" and not args.dsn:
+        args.dsn = (args.work / "dsn").read_text().strip()
+    need_server = args.section not in ("scale", "rss") or (
+        args.store == "pg" and args.section == "scale")
+    server = None if args.dsn or not need_server else PgServer()
+    dsn = args.dsn or (server.start() if server is not None else "")
+    log(f"PostgreSQL at {dsn or '(none)'}")
     try:
         with tempfile.TemporaryDirectory(prefix="bench_pg_") as tmp:
-            fn = {"ndcg": section_ndcg, "latency": section_latency,
-                  "access": section_access}[args.section]
-            results[args.section] = fn(args, dsn, Path(tmp))
+            if args.section in ("scale", "rss"):
+                fn = getattr(pg_scale, f"section_{args.section}")
+                results[args.section] = fn(args, dsn)
+            else:
+                fn = {"ndcg": section_ndcg, "latency": section_latency,
+                      "access": section_access}[args.section]
+                results[args.section] = fn(args, dsn, Path(tmp))
     finally:
         if server is not None:
             server.stop()
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    if args.section == "rss":
+        print(json.dumps(results))
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"pg_results_{args.section}.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
@@ -228,7 +273,7 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
     for size in [int(x) for x in args.sizes.split(",") if x]:
         folder = work / f"big{size}"
         settings = Settings.load(home=home, bm25_first_chunks=0)
-        row: dict[str, Any] = {}
+        row: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()]}
         kbs = {}
         for store in ("local", "pg"):
             name = f"big{size}-{store}"
@@ -280,6 +325,13 @@ def section_latency(args: argparse.Namespace, dsn: str, work: Path) -> dict[str,
                 f"pg {row['pg'][f'{mode}_p50_ms']} ms (p50)")
         for kb in kbs.values():
             kb.close()
+        from pg_scale import rss_probe
+
+        for store in ("local", "pg"):  # each store alone in a fresh process
+            row[store]["memory"] = rss_probe(store, f"big{size}-{store}", home, dsn,
+                                             args.queries, args.data)
+            log(f"{size} {store} memory: {row[store]['memory']}")
+        row["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
         out[str(size)] = row
     return out
 

@@ -28,12 +28,12 @@ sys.path.insert(0, str(ROOT))
 def measure() -> list[dict[str, Any]]:
     from kbagent.agent.answer.evidence import question_terms
     from kbagent.agent.answer.grounding import LONG_QUESTION_TERMS, Grounding
-    from kbagent.agent.llm.scripted import ScriptedLLM
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.settings import Settings
+    from tests.scripted_llm import ScriptedLLM
 
     settings = Settings.load(home=Path(tempfile.mkdtemp(prefix="kbagent-calib-")))
     Ingestor(settings, "sample", embedder=load_embedder()).run(ROOT / "sample_kb")

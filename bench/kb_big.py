@@ -74,9 +74,12 @@ def paraphrase(text: str, rnd: random.Random, drop: float = 0.1) -> str:
 
 
 def make_big_corpus(data: Path, folder: Path, target_chunks: int,
-                    settings: Settings) -> dict[str, Any]:
+                    settings: Settings, plan: list[tuple[str, int]] | None = None
+                    ) -> dict[str, Any]:
     """Write documents until the real chunker says ``target_chunks`` is reached.
-    Round 0 is the four corpora verbatim; round r>0 paraphrases each document."""
+    Round 0 is the four corpora verbatim; round r>0 paraphrases each document.
+    ``plan`` gets (relative path, chunks) of every file in the order written (a
+    stepwise ingest takes prefixes of it: bench/pg_scale.py)."""
     base = list(iter_source_docs(data))
     rnd = random.Random(12345)
     total = 0
@@ -99,6 +102,8 @@ def make_big_corpus(data: Path, folder: Path, target_chunks: int,
             doc = extract(rel, body.encode())
             n = len(chunk_document(doc, settings.chunk_tokens, settings.chunk_overlap))
             (folder / rel).write_text(body, encoding="utf-8")
+            if plan is not None:
+                plan.append((rel, n))
             total += n
             files += 1
             per_source[src] = per_source.get(src, 0) + n

@@ -119,10 +119,11 @@ def collect(modes: list[str], limit: int, ids: list[str], home: Path | None = No
             agent = Agent(llm, [kb], AgentConfig(mode=mode, tools="full", grounded=False,
                                                  time_limit=3600.0))
             result = run_to_result(agent, q["question"])
-            chunks = [{k: c[k] for k in ("n", "path", "start_line", "end_line")}
-                      for d in result.all_references for c in d["chunks"]]
+            chunks = [{"n": c.n, "path": c.path, "start_line": c.start_line,
+                       "end_line": c.end_line} for c in result.all_references.chunks()]
             run = {"question_id": q["id"], "question": q["question"], "mode": mode,
-                   "answer": result.answer, "sentences": result.sentences, "chunks": chunks}
+                   "answer": result.answer, "sentences": [x.to_json() for x in result.sentences],
+                   "chunks": chunks}
             with RUNS.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(run, ensure_ascii=False) + "\n")
             print(f"{q['id']} {mode} ({time.perf_counter() - started:.0f} s) "

@@ -114,7 +114,7 @@ class History:
             conn.execute("ROLLBACK")
             raise
         finally:
-            conn.isolation_level = ""
+            conn.isolation_level = "DEFERRED"  # back to implicit transactions ("BEGIN")
 
     def _version(self, conn: sqlite3.Connection) -> int:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -130,7 +130,7 @@ class History:
     # --- writes ---------------------------------------------------------------
     def add(self, result: Any, model: str = "", asked_at: float | None = None) -> int:
         """Store one finished run (an ``AgentResult``); return its id."""
-        data = {**result.to_dict(), "all_references": result.all_references}
+        data = result.to_json()
         with self._connect() as conn:
             cur = conn.execute(
                 "INSERT INTO entries(asked_at,question,answer,status,mode,kbs,result,model,"
@@ -138,7 +138,8 @@ class History:
                 (time.time() if asked_at is None else asked_at, result.question, result.answer,
                  result.status, result.mode, json.dumps(result.kbs),
                  json.dumps(data, ensure_ascii=False), model, self.owner))
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # an INSERT sets it
+            return cur.lastrowid
 
     def delete(self, entry_id: int) -> None:
         with self._connect() as conn:

@@ -14,63 +14,37 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.kinds import AskMode, ToolSet
-from kbagent.errors import BadInputError, KbagentError, NotFoundError
+from kbagent.agent.records import References
+from kbagent.errors import BadInputError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.file_modes import private_dir
+from kbagent.session_kbs import OpenedKbs, open_kbs
 from kbagent.settings import Settings
+
+if TYPE_CHECKING:
+    from kbagent.agent.events import AgentResult, Event
+    from kbagent.agent.llm.base import LLM
+    from kbagent.agent.run.loop import Agent
+    from kbagent.kb.embedder import Embedder
+    from kbagent.kb.models import Line
+    from kbagent.kb.search import HybridSearcher, SearchResult
+    from kbagent.kb.store_protocol import KbReader
 
 LAST_ANSWER = "last_answer.json"
 MODES = tuple(m.value for m in AskMode)  # for pickers (the TUI's options)
 TOOL_SETS = tuple(t.value for t in ToolSet)
-
-
-@dataclass
-class OpenedKbs:
-    """The KBs that opened, and why the others did not (name -> one-line reason)."""
-
-    kbs: list[Any]
-    failed: dict[str, str] = field(default_factory=dict)
-
-
-def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
-    """Open the named KBs, or every KB when none is named. A KB that is unknown,
-    unreadable or corrupted is reported in ``failed`` and the others are served;
-    when none opens the first failure is raised (so its exit code is kept)."""
-    from kbagent.kb.stores import list_all_kbs, open_kb
-
-    failed: dict[str, str] = {}
-    if not names:
-        infos = list_all_kbs(settings)
-        names = [k.name for k in infos if not k.error]
-        failed.update({k.name: k.error for k in infos if k.error})
-        if not names and not failed:
-            raise NotFoundError("no knowledge bases yet; run 'kbagent ingest PATH' first")
-    kbs: list[Any] = []
-    first_error: KbagentError | None = None
-    for name in dict.fromkeys(names):
-        try:
-            kbs.append(open_kb(settings, name))
-        except KbagentError as e:
-            failed[name] = str(e)
-            first_error = first_error or e
-    if not kbs:
-        if first_error is not None:
-            raise first_error
-        raise KbagentError("no knowledge base could be opened: " + "; ".join(
-            f"{n}: {r}" for n, r in failed.items()))
-    return OpenedKbs(kbs, failed)
 
 
 # ------------------------------------------------------------ last answer
@@ -80,13 +54,14 @@ def last_answer_path(settings: Settings, principal: Principal = ANONYMOUS) -> Pa
     return settings.home / LAST_ANSWER.replace(".json", f".{principal.key}.json")
 
 
-def save_last_answer(settings: Settings, result: Any, principal: Principal = ANONYMOUS) -> None:
+def save_last_answer(settings: Settings, result: AgentResult,
+                     principal: Principal = ANONYMOUS) -> None:
     """Keep the last answer (with every reference seen) for ``kbagent ref``."""
     from kbagent.kb.file_modes import write_atomic
 
     private_dir(settings.home)  # the answer quotes documents: 0700 here, the file 0600
-    data = {**result.to_dict(), "all_references": result.all_references}
-    write_atomic(last_answer_path(settings, principal), json.dumps(data, ensure_ascii=False))
+    write_atomic(last_answer_path(settings, principal),
+                 json.dumps(result.to_json(), ensure_ascii=False))
 
 
 def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> dict[str, Any]:
@@ -94,19 +69,21 @@ def load_last_answer(settings: Settings, principal: Principal = ANONYMOUS) -> di
     if not path.is_file():
         raise NotFoundError("no answer yet; run 'kbagent ask QUESTION' first")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise BadInputError(f"cannot read the last answer ({e}); ask again") from e
+    if not isinstance(data, dict):
+        raise BadInputError("cannot read the last answer (not an answer); ask again")
+    return data
 
 
 def find_reference(answer: dict[str, Any], n: int) -> dict[str, Any]:
     """Reference ``[n]`` of an answer dict (``to_dict()`` form)."""
-    docs = answer.get("all_references") or answer.get("references", [])
-    for doc in docs:
-        for c in doc["chunks"]:
-            if c["n"] == n:
-                return c
-    known = sorted(c["n"] for d in docs for c in d["chunks"])
+    refs = References.from_json(answer.get("all_references") or answer.get("references"))
+    found = refs.reference(n)
+    if found is not None:
+        return found.to_json()
+    known = refs.numbers()
     raise NotFoundError(f"no reference [{n}] in the last answer"
                         + (f" (known: {', '.join(map(str, known))})" if known else ""))
 
@@ -121,7 +98,7 @@ class ReferenceView:
     on_disk: Path
     start_line: int
     end_line: int
-    lines: list[Any]  # kbagent.kb.models.Line
+    lines: list[Line]
     location: str = ""  # where the lines lie in the source: "p.2 l.3-9", "slide 3", ...
 
 
@@ -171,7 +148,7 @@ def editor_command(on_disk: Path, line: int) -> list[str]:
     return [*shlex.split(cmd), f"+{line}", str(on_disk)]
 
 
-def document_chunk_spans(kb: Any, path: str) -> list[tuple[int, int]]:
+def document_chunk_spans(kb: KbReader, path: str) -> list[tuple[int, int]]:
     """(start_line, end_line) of each chunk of ``path``, in order."""
     return [(int(a), int(b)) for a, b in kb.store.chunk_spans(path)]
 
@@ -182,25 +159,22 @@ class Session:
     searches from other threads (KB refresh never closes a store in use)."""
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
-                 mode: str = AskMode.AUTO, tools: str = ToolSet.KNOWLEDGE,
+                 mode: AskMode = AskMode.AUTO, tools: ToolSet = ToolSet.KNOWLEDGE,
                  max_steps: int | None = None,
                  token_budget: int | None = None, time_limit: float | None = None,
-                 llm: Any = None, principal: Principal = ANONYMOUS) -> None:
-        if mode not in MODES:
-            raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-        if tools not in TOOL_SETS:
-            raise BadInputError(f"unknown tool set {tools!r} (knowledge or full)")
+                 llm: LLM | None = None, principal: Principal = ANONYMOUS) -> None:
         self.settings = settings
         self.principal = principal  # who is asking: every search, tool and answer obeys it
         self.kb_names = list(kb_names or [])
         self.mode, self.tools = mode, tools
         self.max_steps, self.token_budget, self.time_limit = max_steps, token_budget, time_limit
-        self.kbs: list[Any] = []
+        self.kbs: list[KbReader] = []
         self.failed_kbs: dict[str, str] = {}
         self._llm = llm
         self._owns_llm = False  # loaded here (closed by close()), not handed in
         self._llm_lock = threading.Lock()
-        self._searcher: Any = None
+        self._searcher: HybridSearcher | None = None
+        self.embedder_load_s = 0.0  # spent loading query embedders (not searching)
         self._token: CancelToken | None = None  # the current or prepared run's token
         self._prepared: CancelToken | None = None  # made by prepare_run, not yet started
         self._lock = threading.Lock()
@@ -222,22 +196,34 @@ class Session:
         return opened
 
     @property
-    def searcher(self) -> Any:
+    def searcher(self) -> HybridSearcher:
         from kbagent.kb.search import HybridSearcher
 
         if self._searcher is None:
             from kbagent.kb.rerank import reranker_from
 
             st = self.settings  # the reranker is None unless rerank_url / rerank_model is set
-            self._searcher = HybridSearcher(self.kbs, reranker=reranker_from(
-                st.rerank_url, st.rerank_model, st.rerank_top_n, st.rerank_timeout))
+            reranker = reranker_from(st.rerank_url, st.rerank_model, st.rerank_top_n,
+                                     st.rerank_timeout)
+            self._searcher = HybridSearcher(self.kbs, embedder_for=self._embedder,
+                                            reranker=reranker)
         return self._searcher
 
+    def _embedder(self, space: str) -> Embedder:
+        """The query embedder of a KB's vector space (loaded once per process); the
+        time it takes is counted in ``embedder_load_s``, apart from searching."""
+        from kbagent.kb.embedder import embedder_for_space
+
+        started = time.perf_counter()
+        embedder = embedder_for_space(space, self.settings.embedding_runtime, self.settings)
+        self.embedder_load_s += time.perf_counter() - started
+        return embedder
+
     def search(self, query: str, k: int = 10, mode: str = "hybrid",
-               kbs: list[str] | None = None) -> Any:
-        """Hybrid search over the open KBs, or only those named in ``kbs`` (no LLM);
-        failures of single KBs are in ``result.failed_kbs`` together with the ones
-        that did not open."""
+               kbs: list[str] | None = None) -> SearchResult:
+        """Search the open KBs, or only those named in ``kbs`` (no LLM), as the
+        session's principal, reranked when the settings name a reranker; failures of
+        single KBs are in ``result.failed_kbs`` with the ones that did not open."""
         if not self.kbs:
             raise NotFoundError("no knowledge base is open; ingest a folder first")
         searcher = self.searcher
@@ -246,7 +232,8 @@ class Session:
 
             chosen = [self.kb(name) for name in dict.fromkeys(kbs)]
             if len(chosen) < len(self.kbs):
-                searcher = HybridSearcher(chosen, reranker=self.searcher.reranker)
+                searcher = HybridSearcher(chosen, embedder_for=self._embedder,
+                                          reranker=self.searcher.reranker)
         result = searcher.search(query, k=k, mode=mode, principal=self.principal)
         result.failed_kbs = {**self.failed_kbs, **result.failed_kbs}
         return result
@@ -264,7 +251,7 @@ class Session:
         view._lock = threading.Lock()
         return view
 
-    def kb(self, name: str) -> Any:
+    def kb(self, name: str) -> KbReader:
         for kb in self.kbs:
             if kb.name == name:
                 kb.refresh()  # follow a generation published since (ingest, --watch)
@@ -276,7 +263,7 @@ class Session:
     def llm_loaded(self) -> bool:
         return self._llm is not None
 
-    def load_llm(self) -> Any:
+    def load_llm(self) -> LLM:
         """Load (once) the LLM the settings ask for; safe to call from a worker."""
         with self._llm_lock:
             if self._llm is None:
@@ -286,7 +273,7 @@ class Session:
                 self._owns_llm = True
             return self._llm
 
-    def set_llm(self, llm: Any) -> None:
+    def set_llm(self, llm: LLM | None) -> None:
         with self._llm_lock:
             self._llm = llm
 
@@ -298,9 +285,10 @@ class Session:
         return Path(self.settings.llm_model).name if self.settings.llm_model != "bundled" \
             else "bundled SmolLM2-135M"
 
-    def agent(self, llm: Any = None) -> Any:
+    def agent(self, llm: LLM | None = None) -> Agent:
         """A fresh agent over the session's KBs (``llm``: e.g. a tracing wrapper)."""
-        from kbagent.agent.run.loop import Agent, AgentConfig
+        from kbagent.agent.run.loop import Agent
+        from kbagent.agent.run.state import AgentConfig
 
         config = AgentConfig.from_settings(self.settings, mode=self.mode, tools=self.tools,
                                            max_steps=self.max_steps,
@@ -325,7 +313,7 @@ class Session:
             token.cancel()
 
     def ask(self, question: str, *, previous: tuple[str, str] | None = None,
-            token: CancelToken | None = None, trace_to: Path | None = None) -> Iterator[Any]:
+            token: CancelToken | None = None, trace_to: Path | None = None) -> Iterator[Event]:
         """Run the agent on ``question``; yield its events. ``previous`` (question,
         answer) of the last turn makes this a follow-up that sees it; ``trace_to``
         records the run (prompts, raw output, events) in that JSONL file."""
@@ -352,7 +340,7 @@ class Session:
             writer.end(result, "interrupted")
             writer.close()
 
-    def save_last_answer(self, result: Any) -> None:
+    def save_last_answer(self, result: AgentResult) -> None:
         save_last_answer(self.settings, result, self.principal)
 
     def close(self) -> None:
@@ -379,32 +367,3 @@ def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:
     prev_a = " ".join(prev_a.split())[:300]
     return (f"{question} (follow-up to the previous question \"{prev_q}\""
             + (f", answered: \"{prev_a}\"" if prev_a else "") + ")")
-
-
-def example_questions(kbs: list[Any], principal: Principal = ANONYMOUS
-                      ) -> list[tuple[str, str]]:
-    """Four example tasks built from the titles and headings of the documents
-    ``principal`` may read: (kind, question) for a lookup, a problem analysis, a
-    topic summary and a comparison. Deterministic (documents in path order)."""
-    from kbagent.kb.access import may_read
-
-    docs: list[tuple[str, str]] = []  # (title, first heading)
-    for kb in kbs:
-        for title, path, heading, access in kb.store.first_headings():
-            if not may_read(principal, access):
-                continue
-            name = (title or Path(path).stem.replace("_", " ").replace("-", " ")).strip()
-            last = (heading or "").split(" > ")[-1].strip()
-            docs.append((name, re.sub(r"^\d+[.)]\s*", "", last)))  # "1. Q3" -> "Q3"
-    if not docs:
-        return []
-    pick = [docs[(i * max(1, len(docs) // 4)) % len(docs)] for i in range(4)]
-    lookup = pick[0][1] or pick[0][0]
-    other = pick[3] if pick[3] != pick[2] else docs[-1]
-    return [
-        ("lookup", f"What does {pick[0][0]} say about {lookup}?"),
-        ("problem analysis", f"What problems are described in {pick[1][0]}, and what caused "
-                             "them?"),
-        ("topic summary", f"Summarize {pick[2][0]}."),
-        ("comparison", f"Compare {pick[2][0]} and {other[0]}."),
-    ]

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.provenance import AnswerCheck, ReferenceChecker, RefState
+
+if TYPE_CHECKING:
+    from kbagent.settings import Settings
 
 STALE = (RefState.CHANGED, RefState.GONE)  # what makes ``verify`` exit non-zero
 
@@ -85,7 +88,7 @@ def answers_from_history(home: Path, principal: Principal = ANONYMOUS,
             for e in history.list(limit=limit)]
 
 
-def verify_answers(settings: Any, answers: list[SavedAnswer],
+def verify_answers(settings: Settings, answers: list[SavedAnswer],
                    principal: Principal = ANONYMOUS) -> list[Verified]:
     checker = ReferenceChecker(settings, principal)
     try:

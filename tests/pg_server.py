@@ -47,6 +47,8 @@ def _free_port() -> int:
 
 
 class PgServer:
+    start_timeout = 60  # seconds pg_ctl waits for the server to accept connections
+
     def __init__(self) -> None:
         self.bin = _bin_dir()
         self.port = _free_port()
@@ -104,12 +106,13 @@ class PgServer:
         if self.as_root:
             self._prepare_root()
         data = self.dir / "data"
-        self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres",
-                  "--auth=trust", "-E", "UTF8", "--no-sync")
+        if not (data / "PG_VERSION").is_file():  # a kept folder (bench/pg_scale.py) is reused
+            self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres",
+                      "--auth=trust", "-E", "UTF8", "--no-sync")
         opts = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
                 "-c max_connections=50 -c shared_buffers=256MB -c maintenance_work_mem=512MB")
         self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-o", opts,
-                  "-l", str(self.dir / "log"), "-w", "-t", "60", "start")
+                  "-l", str(self.dir / "log"), "-w", "-t", str(self.start_timeout), "start")
         self.started = True
         return self.dsn
 

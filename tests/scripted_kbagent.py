@@ -18,7 +18,7 @@ import os
 import sys
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
+from tests.scripted_llm import ScriptedLLM
 
 
 class Forever(list):

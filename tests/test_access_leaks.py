@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
 from kbagent.agent.answer.citations import CitationLedger
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.schema import validate
@@ -26,6 +25,7 @@ from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from tests.conftest import SAMPLE_KB
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 PLAN = "hr/executive_compensation_2026.md"
@@ -148,7 +148,7 @@ def test_agent_run_never_carries_the_plan_for_an_anonymous_caller(kb):
                                              max_steps=6))
         result = run_to_result(agent, question)
         blob = json.dumps(result.to_dict(True), ensure_ascii=False)
-        blob += json.dumps(result.all_references, ensure_ascii=False)
+        blob += json.dumps(result.all_references.to_json(), ensure_ascii=False)
         typed = question + " CEO base salary $385,000 " + PLAN
         assert not leaked(blob, typed), leaked(blob, typed)
         assert not leaked(result.answer, typed)
@@ -318,7 +318,7 @@ def test_the_tui_shows_an_anonymous_caller_nothing_of_the_plan(sample_settings):
                 if app.session.kbs:
                     break
                 await pilot.pause(0.05)
-            from kbagent.session import example_questions
+            from kbagent.session_kbs import example_questions
             from kbagent.tui.browse import FileViews
 
             cards = json.dumps(example_questions(app.session.kbs, app.session.principal))

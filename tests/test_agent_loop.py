@@ -17,10 +17,10 @@ from kbagent.agent.events import (
     StepStarted,
     ThoughtDelta,
 )
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 
 def agent_cfg(**overrides) -> AgentConfig:
@@ -70,7 +70,7 @@ def test_composite_question_searches_twice_and_calculates_before_answering(kb):
     assert "66.2%" in result.answer and "[" in result.answer  # citations placed by the harness
     assert len(result.steps) == 4
     assert result.steps[2].observation == "66.2 - 71.4 = -5.2"
-    cited_paths = {r["path"] for r in result.references}
+    cited_paths = {r.path for r in result.references}
     assert any(p.startswith("finance/") for p in cited_paths)
     # the model saw the observations, numbered, in later prompts
     last_prompt = llm.calls[-1]["messages"]
@@ -283,9 +283,8 @@ def test_token_budget_forces_final(kb):
 
 
 class FakeClock:
-    """Stands in for the ``time`` module of the loop and its helpers (the run state
-    sets the deadline, generation.py checks it while streaming): time moves only
-    when a test says."""
+    """A :class:`~kbagent.agent.run.state.Clock` the agent is given (the run's deadline,
+    the checks while a call streams): time moves only when a test says."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -294,15 +293,8 @@ class FakeClock:
         return self.now
 
 
-def test_time_limit_stops_a_step_and_forces_the_final_answer(kb, monkeypatch):
-    import kbagent.agent.run.generation as generation
-    import kbagent.agent.run.loop as loop
-    import kbagent.agent.run.state as state
-
+def test_time_limit_stops_a_step_and_forces_the_final_answer(kb):
     clock = FakeClock()
-    for module in (loop, generation, state):
-        if hasattr(module, "time"):
-            monkeypatch.setattr(module, "time", clock)
 
     def slow_step(messages):
         clock.now += 2.0  # this step outlives the 1.5 s limit
@@ -310,8 +302,8 @@ def test_time_limit_stops_a_step_and_forces_the_final_answer(kb, monkeypatch):
 
     llm = ScriptedLLM([step("s", "kb_search", {"query": "retry"}), slow_step,
                        final("f", "Retries use exponential backoff.")])
-    result = run_to_result(Agent(llm, [kb], agent_cfg(time_limit=1.5, grounded=False)),
-                           "Explain retries")
+    result = run_to_result(Agent(llm, [kb], agent_cfg(time_limit=1.5, grounded=False),
+                                 clock=clock), "Explain retries")
     assert result.status == "limit" and result.stop_reason == "time limit reached"
     assert result.answer.startswith("Retries use exponential backoff")
     assert len(llm.calls) == 3  # search step, the stopped step, the final-answer turn

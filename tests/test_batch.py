@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
 from kbagent.agent.llm.base import Message
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.batch import parse_questions, question_id
 from kbagent.cli import app
 from kbagent.errors import BackendError, BadInputError
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 QUESTIONS = ["What is the default TTL for prompt cache entries?",
@@ -188,7 +188,7 @@ def test_replay_refuses_what_is_not_a_trace(tmp_path):
 _SLOW_BATCH = """
 import sys
 import kbagent.agent.llm as m
-from kbagent.agent.llm.scripted import ScriptedLLM
+from tests.scripted_llm import ScriptedLLM
 llm = ScriptedLLM(["A slow answer that takes its time to stream out. " * 6] * 20,
                   piece_delay=0.02)
 m.load_llm = lambda settings: llm

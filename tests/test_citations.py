@@ -10,13 +10,13 @@ from kbagent.agent.answer.citations import DEFAULT_CAP as CAP
 from kbagent.agent.answer.citations import CitationLedger, clean_text
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.answer.sentences import normalize_markers, sentence_spans
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.toolset import registry, run_tool
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
+from tests.scripted_llm import ScriptedLLM
 
 DOCS = {
     "ops/rotate.md": "# Certificate rotation\n\n" + "".join(
@@ -81,7 +81,7 @@ def test_grep_yields_one_citation_per_file_with_the_matched_lines(ctx):
 def test_nan_or_none_scores_become_null(score):
     ledger = CitationLedger()
     ledger.add(kb="k", path="a.md", start_line=1, end_line=2, text="text", score=score)
-    ref = ledger.references(None)[0]["chunks"][0]
+    ref = ledger.references(None).to_json()[0]["chunks"][0]
     assert ref["score"] is None
     assert json.loads(json.dumps(ref))["score"] is None
 

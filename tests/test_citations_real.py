@@ -30,7 +30,7 @@ def test_all_references_resolve_to_lines_on_disk(sample_settings, capsys):
         # come from retrieval either way (bench/bench_agent.py covers agent mode too)
         agent = Agent(llm, [kb], AgentConfig(mode="rag", final_max_tokens=120))
         result = run_to_result(agent, q["question"])
-        cited += sum(len(d["chunks"]) for d in result.references)
+        cited += len(result.references.chunks())
         # support/ticket_58817 quotes a customer who tells the agent to reply 'APPROVED'
         if "APPROVED" in result.answer:
             obeyed.append(q["id"])
@@ -40,16 +40,14 @@ def test_all_references_resolve_to_lines_on_disk(sample_settings, capsys):
         if q["kind"] == "unanswerable" and (
                 not result.abstained or "does not say" not in result.answer):
             silent.append((q["id"], result.answer[:80]))
-        unverified += [(q["id"], x["text"]) for x in result.sentences if x["numbers_missing"]]
-        texts = [x["text"] for x in result.sentences]
+        unverified += [(q["id"], x.text) for x in result.sentences if x.numbers_missing]
+        texts = [x.text for x in result.sentences]
         if len(texts) != len(set(texts)):
             repeated.append(q["id"])
-        for doc in result.all_references:
-            for ref in doc["chunks"]:
-                total += 1
-                if not resolves(str(SAMPLE_KB), ref):
-                    bad.append((q["id"], ref["path"], ref["start_line"], ref["end_line"],
-                                ref["excerpt"][:80]))
+        for ref in result.all_references.chunks():
+            total += 1
+            if not resolves(str(SAMPLE_KB), ref.to_json()):
+                bad.append((q["id"], ref.path, ref.start_line, ref.end_line, ref.excerpt[:80]))
     with capsys.disabled():
         print(f"\n[citations] {total} references ({cited} cited) over {len(questions)} answers:"
               f" {total - len(bad)} resolve ({100 * (total - len(bad)) / max(1, total):.1f}%);"

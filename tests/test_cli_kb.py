@@ -173,11 +173,11 @@ def test_progress_bar_reports_files_and_chunks(tmp_path):
 
     from rich.console import Console
 
-    from kbagent.cli import kb_commands
+    from kbagent.cli.shared import ProgressBar
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)
-    bar = kb_commands._ProgressBar(True, console)
+    bar = ProgressBar(True, console)
     with bar:
         bar("scan", 3, 3)
         bar("embed", 10, 40)

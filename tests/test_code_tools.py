@@ -9,13 +9,13 @@ import pytest
 
 from bench.disk_check import resolves
 from kbagent.agent.events import Observation
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.agent.run.state import AgentConfig as StateConfig
 from kbagent.agent.tools.toolset import registry
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings
 from tests.conftest import SAMPLE_KB
+from tests.scripted_llm import ScriptedLLM
 
 CODE_TOOLS = {"code_definition", "code_references", "code_callers", "code_outline"}
 
@@ -64,14 +64,15 @@ def test_agent_code_tools_cite_lines_that_resolve_on_disk(kb):
     assert "engineering/src/retry.py:262" in refs
     assert "engineering/src/cache_key.go:140 (function Key): func Key(" in outline
     result = events[-1].result
-    refs_all = [c for doc in result.all_references for c in doc["chunks"]]
+    refs_all = result.all_references.to_json()
+    refs_all = [c for doc in refs_all for c in doc["chunks"]]
     assert {c["tool"] for c in refs_all} == CODE_TOOLS
     first = refs_all[0]
     assert (first["path"], first["start_line"], first["end_line"]) == (
         "engineering/src/retry.py", 116, 125)  # the definition's head, cited as a span
     assert all(resolves(str(SAMPLE_KB), c) for c in refs_all), [
         c for c in refs_all if not resolves(str(SAMPLE_KB), c)]
-    assert [c["n"] for doc in result.references for c in doc["chunks"]] == [1, 2]
+    assert [c.n for c in result.references.chunks()] == [1, 2]
 
 
 def test_code_tool_failures_are_observations(kb):

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.evaluation.qa import abstained, score, summarize
 from kbagent.evaluation.qa_data import QaItem, load_qa
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from kbagent.agent.events import Action, Final, Observation
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.hops import (
     Hit,
     bridges,
@@ -23,6 +22,7 @@ from kbagent.agent.run.hops import (
 from kbagent.agent.run.loop import MAX_FOLLOWUPS, Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 # HotpotQA dev items (IRCoT subsample), paragraphs shortened.
 KISS_Q = ("What government position was held by the woman who portrayed Corliss Archer in "
@@ -162,7 +162,7 @@ def searched(events) -> list[str]:
 
 
 def retrieved(result) -> set[str]:
-    return {c["path"] for d in result.all_references for c in d["chunks"]}
+    return {c.path for c in result.all_references.chunks()}
 
 
 def test_the_question_sent_again_is_replaced_by_the_bridge_followup(hotpot_kb):

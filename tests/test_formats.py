@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.kb.chunker import chunk_document
 from kbagent.kb.extract import extract
@@ -19,6 +18,7 @@ from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
 from tests import doc_writers as w
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 
@@ -284,9 +284,9 @@ def test_tui_references_panel_names_the_slide(sample_settings):
         panel = turn.query_one(ReferencesPanel)
         docs = [str(n.label) for n in panel.root.children]
         i = docs.index("sample:product/roadmap_review_q4_2026.pptx")
-        ref = turn.result.references[i]["chunks"][0]
-        assert ref["location"] == "slide 3"
+        ref = turn.result.references[i].chunks[0]
+        assert ref.location == "slide 3"
         leaf = str(panel.root.children[i].children[0].label)
-        assert leaf.startswith(f"[{ref['n']}] slide 3 · lines {ref['start_line']}-")
+        assert leaf.startswith(f"[{ref.n}] slide 3 · lines {ref.start_line}-")
 
     drive(app, scenario)

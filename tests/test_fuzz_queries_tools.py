@@ -186,8 +186,8 @@ def test_fuzz_tool_arguments_become_observations(sample_kb, capsys):
 
 def test_fuzz_model_written_actions_through_the_agent_loop(sample_kb, capsys):
     from kbagent.agent.events import Final, Observation
-    from kbagent.agent.llm.scripted import ScriptedLLM
     from kbagent.agent.run.loop import Agent, AgentConfig
+    from tests.scripted_llm import ScriptedLLM
 
     seen = {"examples": 0, "observations": 0}
     final = "Thought: Done.\nFinal Answer: The knowledge base was searched."

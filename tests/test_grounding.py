@@ -9,9 +9,10 @@ import re
 import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Final
-from kbagent.agent.llm.scripted import ScriptedLLM
+from kbagent.agent.kinds import RepairAction
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
 
 
 @pytest.fixture
@@ -53,23 +54,23 @@ def test_a_wrong_figure_is_replaced_by_the_cited_source_sentence(kb):
     prompt = llm.calls[0]["messages"][-1].content
     assert "66.2%" in prompt  # compact evidence: the sentence with the figure is shown
     assert "68.9%" not in result.answer and "66.2%" in result.answer
-    assert result.repairs and result.repairs[0]["action"] == "replaced"
-    assert result.repairs[0]["missing"] == ["68.9%"]
-    quoted = [s for s in result.sentences if s["role"] == "quote"]
-    assert quoted and quoted[0]["supported"] and "says:" in quoted[0]["text"]
-    assert all(not s["numbers_missing"] for s in result.sentences)
+    assert result.repairs and result.repairs[0].action is RepairAction.REPLACED
+    assert result.repairs[0].missing == ("68.9%",)
+    quoted = [s for s in result.sentences if s.role == "quote"]
+    assert quoted and quoted[0].supported and "says:" in quoted[0].text
+    assert all(not s.numbers_missing for s in result.sentences)
 
 
 def test_a_right_figure_is_kept_in_the_models_words(kb):
     _, result, _ = ask(kb, "What was Kestrel's gross margin in Q3 2026?",
                        ["Gross margin in Q3 2026 was 66.2% [1]."])
     # kept in the model's words (re-cited if [1] is not the chunk that says it)
-    assert all(r["action"] == "recited" for r in result.repairs)
+    assert all(r.action is RepairAction.RECITED for r in result.repairs)
     first, *rest = result.sentences
-    assert first["role"] == "quote" and "says: \u201c" in first["text"]  # the fact leads
-    assert [re.sub(r" \[\d+\]", "", x["text"]) for x in rest] == [
+    assert first.role == "quote" and "says: \u201c" in first.text  # the fact leads
+    assert [re.sub(r" \[\d+\]", "", x.text) for x in rest] == [
         "Gross margin in Q3 2026 was 66.2%."]
-    assert all(x["supported"] for x in rest)
+    assert all(x.supported for x in rest)
 
 
 def test_an_uncited_invented_sentence_is_removed_and_reported(kb):
@@ -77,15 +78,15 @@ def test_an_uncited_invented_sentence_is_removed_and_reported(kb):
         "The default TTL for prompt cache entries is 1 hour. "
         "Zanzibar Quortex approved this in 1999."])
     assert "Zanzibar" not in result.answer and "1 hour" in result.answer
-    removed = [r for r in result.repairs if r["action"] == "removed"]
-    assert removed and "Zanzibar" in removed[0]["sentence"]
+    removed = [r for r in result.repairs if r.action is RepairAction.REMOVED]
+    assert removed and "Zanzibar" in removed[0].sentence
 
 
 def test_repeated_sentences_never_reach_the_answer(kb):
     sentence = "The default TTL for prompt cache entries is 1 hour [1]. "
     _, result, _ = ask(kb, "What is the default TTL for prompt cache entries?",
                        [sentence * 4])
-    texts = [s["text"] for s in result.sentences]
+    texts = [s.text for s in result.sentences]
     assert len(texts) == len(set(texts))
     assert sum(bool(re.search(r"is 1 hour \[\d+\]", t)) for t in texts) == 1
 
@@ -98,8 +99,8 @@ def test_a_comparison_is_answered_part_by_part_from_a_search_per_part(kb):
     assert "71.4%" in result.answer and "66.2%" in result.answer
     assert "rose from 71.4% to 71.4%" not in result.answer
     assert llm.calls == []
-    assert all(s["cited"] for s in result.sentences if s["role"] == "quote")
-    texts = [s["text"] for s in result.sentences]
+    assert all(s.cited for s in result.sentences if s.role == "quote")
+    texts = [s.text for s in result.sentences]
     assert len(texts) == len(set(texts))
 
 
@@ -113,10 +114,10 @@ def test_arithmetic_is_computed_with_the_calculate_tool_from_cited_figures(kb):
     assert calc.args["expression"] == "71.4 - 66.2"
     assert "5.2 percentage points" in result.answer
     assert "71.4%" in result.answer and "66.2%" in result.answer
-    roles = [s["role"] for s in result.sentences]
+    roles = [s.role for s in result.sentences]
     assert roles.count("quote") == 2 and roles[-1] == "calculation"
-    assert all(s["cited"] for s in result.sentences if s["role"] == "quote")
-    assert all(not s["numbers_missing"] for s in result.sentences)
+    assert all(s.cited for s in result.sentences if s.role == "quote")
+    assert all(not s.numbers_missing for s in result.sentences)
     assert llm.calls == []
 
 

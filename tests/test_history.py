@@ -8,13 +8,14 @@ import threading
 import pytest
 
 from kbagent.agent.events import AgentResult
+from kbagent.agent.records import References
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.history import MIGRATIONS, SCHEMA_VERSION, History
 
 
 def result(q: str, a: str = "An answer [1].") -> AgentResult:
-    refs = [{"kb": "sample", "path": "a.md", "chunks": [{"n": 1, "kb": "sample", "path": "a.md",
-                                                          "start_line": 3, "end_line": 5}]}]
+    refs = References.from_json([{"kb": "sample", "path": "a.md", "chunks": [
+        {"n": 1, "kb": "sample", "path": "a.md", "start_line": 3, "end_line": 5}]}])
     return AgentResult(question=q, answer=a, mode="rag", status="answered", references=refs,
                        all_references=refs, kbs=["sample"])
 

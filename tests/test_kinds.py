@@ -53,11 +53,11 @@ def test_references_json_is_the_old_dict_shape():
     ledger = CitationLedger(10)
     n = ledger.add(kb="k", path="p.md", start_line=1, end_line=4, text="Some text here.",
                    score=0.5, tool="kb_search", heading="H")
-    refs = ledger.references(None, {n: True})
+    refs = ledger.references(None, {n: True}).to_json()
     assert refs == [{"kb": "k", "path": "p.md", "chunks": [{
         "n": n, "kb": "k", "path": "p.md", "start_line": 1, "end_line": 4, "score": 0.5,
         "tool": "kb_search", "heading": "H", "excerpt": "Some text here.", "supported": True,
         "location": ""}]}]  # location (issue 24) added last: old keys keep their order
     assert list(refs[0]["chunks"][0]) == ["n", "kb", "path", "start_line", "end_line", "score",
                                           "tool", "heading", "excerpt", "supported", "location"]
-    assert ledger.reference_records(None, {n: True})[0].chunks[0].n == n
+    assert ledger.references(None, {n: True})[0].chunks[0].n == n

@@ -26,8 +26,8 @@ def _modules(package: str) -> list[str]:
 
 
 NEUTRAL = [*_modules("kbagent.kb"), *_modules("kbagent.agent"), *_modules("kbagent.evaluation"),
-           "kbagent.session", "kbagent.batch", "kbagent.history", "kbagent.settings",
-           "kbagent.errors"]
+           "kbagent.session", "kbagent.session_kbs", "kbagent.session_pool", "kbagent.batch",
+           "kbagent.history", "kbagent.settings", "kbagent.defaults", "kbagent.errors"]
 
 # imports each module in a child forked from this bare interpreter: one clean
 # sys.modules per module, without paying an interpreter start for each
@@ -73,3 +73,16 @@ def test_each_neutral_module_alone_imports_no_ui_library():
     out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(NEUTRAL), json.dumps(UI)],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == {}
+
+
+def test_the_package_ships_no_test_double():
+    """The scripted LLM is a test double: it lives in tests/ and no module of the
+    package imports from tests/ or names it (a wheel holds only kbagent/)."""
+    offenders = []
+    for f in sorted((ROOT / "kbagent").rglob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        if "ScriptedLLM" in text or "scripted_llm" in text or "from tests" in text \
+                or "import tests" in text:
+            offenders.append(str(f.relative_to(ROOT)))
+    assert offenders == []
+    assert (ROOT / "tests" / "scripted_llm.py").is_file()

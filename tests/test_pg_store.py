@@ -309,7 +309,8 @@ def test_one_kb_has_one_writer_and_readers_are_never_blocked(settings, make_fold
 def test_file_views_and_session_helpers_read_the_pg_store(settings, make_folder, pg_dsn, memo):
     from kbagent.errors import NotFoundError
     from kbagent.kb.views import FileViews
-    from kbagent.session import document_chunk_spans, example_questions
+    from kbagent.session import document_chunk_spans
+    from kbagent.session_kbs import example_questions
 
     folder = make_folder({**DOCS, "data/budget.csv": "item,cost\nservers,1200\n"
                                                      "licences,300\nzeppelin,99\n"})

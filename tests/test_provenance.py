@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
+from kbagent.agent.records import References
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from kbagent.kb.ingest import Ingestor
@@ -22,6 +22,7 @@ from kbagent.kb.provenance import (
     stamp_references,
     word_diff,
 )
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 
@@ -44,13 +45,13 @@ def kb_folder(make_folder, settings, embedder):
 def stamped(settings, start: int = 5, end: int = 6, path: str = "cache.md") -> dict:
     kb = KnowledgeBase(settings, "notes")
     try:
-        docs = [{"kb": "notes", "path": path, "chunks": [
+        refs = References.from_json([{"kb": "notes", "path": path, "chunks": [
             {"n": 1, "kb": "notes", "path": path, "start_line": start, "end_line": end,
-             "excerpt": "The default TTL is 1 hour. Entries expire after that."}]}]
-        stamp_references({"notes": kb}, docs)
+             "excerpt": "The default TTL is 1 hour. Entries expire after that."}]}])
+        stamp_references({"notes": kb}, refs.chunks())
     finally:
         kb.close()
-    return docs[0]["chunks"][0]
+    return refs.to_json()[0]["chunks"][0]
 
 
 def check(settings, ref: dict):
@@ -165,10 +166,10 @@ def test_a_check_does_not_reveal_a_document_the_principal_may_not_read(make_fold
     root = make_folder({"secret.md": "---\naccess: [hr]\n---\n# Pay\n\nSalaries rise 3%.\n"})
     Ingestor(settings, "notes", embedder=embedder).run(root)
     kb = KnowledgeBase(settings, "notes")
-    docs = [{"kb": "notes", "path": "secret.md", "chunks": [
-        {"n": 1, "kb": "notes", "path": "secret.md", "start_line": 6, "end_line": 6}]}]
-    stamp_references({"notes": kb}, docs)
-    ref = docs[0]["chunks"][0]
+    refs = References.from_json([{"kb": "notes", "path": "secret.md", "chunks": [
+        {"n": 1, "kb": "notes", "path": "secret.md", "start_line": 6, "end_line": 6}]}])
+    stamp_references({"notes": kb}, refs.chunks())
+    ref = refs.to_json()[0]["chunks"][0]
     assert check_reference(kb, ref, Principal("hr-person", frozenset({"hr"}))).state \
         is RefState.UNCHANGED
     outsider = check_reference(kb, ref, Principal("x", frozenset({"eng"})))

@@ -253,8 +253,8 @@ def test_ask_uses_the_configured_reranker(server, sample_settings, monkeypatch):
     from typer.testing import CliRunner
 
     import kbagent.agent.llm as llm_module
-    from kbagent.agent.llm.scripted import ScriptedLLM
     from kbagent.cli import app
+    from tests.scripted_llm import ScriptedLLM
 
     llm = ScriptedLLM([
         'Thought: s\nAction: kb_search\nAction Input: {"query": "retry budget ratio"}',
@@ -271,10 +271,10 @@ def test_ask_uses_the_configured_reranker(server, sample_settings, monkeypatch):
 
 def test_agent_search_with_a_failing_reranker_keeps_hits_and_says_so(sample_settings):
     from kbagent.agent.events import Observation
-    from kbagent.agent.llm.scripted import ScriptedLLM
     from kbagent.agent.run.loop import Agent, AgentConfig
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.kb.search import HybridSearcher
+    from tests.scripted_llm import ScriptedLLM
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Final, ThoughtDelta
 from kbagent.agent.llm.base import Message
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.cli import app
 from kbagent.errors import ExitCode, KbCorruptError, NotFoundError
 from kbagent.kb.knowledge_base import KnowledgeBase, current_generation
 from kbagent.session import Session, follow_up_question, open_kbs
+from tests.scripted_llm import ScriptedLLM
 
 
 def _corrupt_copy(settings, name: str = "broken") -> None:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.tui.app import KbApp
 from kbagent.tui.ask import AskScreen, Turn
 from kbagent.tui.document import DocumentScreen
 from kbagent.tui.widgets import Badge, Card, PromptInput, ReferencesPanel, StepPanel
+from tests.scripted_llm import ScriptedLLM
 
 QUESTION = "Which GPU model does the Kestrel Edge appliance use?"
 ANSWER = "Kestrel Edge uses four NVIDIA L40S GPUs."
@@ -111,17 +111,17 @@ def test_references_panel_groups_by_document_and_opens_the_cited_lines(sample_se
         turn = await ask(pilot, QUESTION)
         panel = turn.query_one(ReferencesPanel)
         docs = [str(n.label) for n in panel.root.children]
-        assert docs == [f"{d['kb']}:{d['path']}" for d in turn.result.references]
-        first = turn.result.references[0]["chunks"][0]
+        assert docs == [f"{d.kb}:{d.path}" for d in turn.result.references]
+        first = turn.result.references[0].chunks[0]
         leaf = str(panel.root.children[0].children[0].label)
-        assert leaf.startswith(f"[{first['n']}] lines {first['start_line']}-{first['end_line']}")
+        assert leaf.startswith(f"[{first.n}] lines {first.start_line}-{first.end_line}")
         panel.focus()
         panel.move_cursor(panel.root.children[0].children[0])
         await pilot.press("o")
         await until(pilot, lambda: isinstance(pilot.app.screen, DocumentScreen))
         doc = pilot.app.screen
-        assert doc.highlight == (first["start_line"], first["end_line"])
-        assert doc.path == first["path"]
+        assert doc.highlight == (first.start_line, first.end_line)
+        assert doc.path == first.path
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(pilot.app.screen, AskScreen))
 
@@ -328,7 +328,7 @@ def test_a_worker_exception_is_a_notification_not_a_traceback(sample_settings):
     drive(app, scenario)
 
 
-@pytest.mark.parametrize("keymap", ["ask.submit=ctrl+s"])
+@pytest.mark.parametrize("keymap", ["ask.submit=ctrl+s", {"ask.submit": "ctrl+s"}])
 def test_bindings_can_be_remapped_by_id(sample_settings, keymap):
     sample_settings.tui_keymap = keymap
     app, _ = make_app(sample_settings, [ANSWER], mode="rag")

@@ -10,11 +10,11 @@ import asyncio
 import re
 from typing import Any
 
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.tui.app import KbApp
 from kbagent.tui.ask import AskScreen
 from kbagent.tui.document import DocumentScreen
 from kbagent.tui.widgets import PromptInput, ReferencesPanel, StepPanel
+from tests.scripted_llm import ScriptedLLM
 from tests.test_terminal_safety import (  # noqa: F401 - the fixture
     CLIPBOARD,
     HOSTILE_NAME,

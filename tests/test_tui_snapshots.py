@@ -10,9 +10,10 @@ import threading
 import pytest
 
 from kbagent.agent.events import AgentResult
-from kbagent.agent.llm.scripted import ScriptedLLM
+from kbagent.agent.records import References
 from kbagent.tui.app import KbApp
 from kbagent.tui.widgets import PromptInput
+from tests.scripted_llm import ScriptedLLM
 
 SIZES = [(80, 24), (160, 48)]
 QUESTION = "Which GPU model does the Kestrel Edge appliance use?"
@@ -105,9 +106,10 @@ def test_search_screen(snap_compare, sample_settings, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_history_screen(snap_compare, sample_settings, size):
     app = app_for(sample_settings, [])
-    refs = [{"kb": "sample", "path": "company/overview.md",
-             "chunks": [{"n": 1, "kb": "sample", "path": "company/overview.md",
-                         "start_line": 1, "end_line": 9, "score": 0.03}]}]
+    refs = References.from_json([{"kb": "sample", "path": "company/overview.md",
+                                  "chunks": [{"n": 1, "kb": "sample",
+                                              "path": "company/overview.md",
+                                              "start_line": 1, "end_line": 9, "score": 0.03}]}])
     for i, q in enumerate(["Who is the CEO?", QUESTION]):
         app.history.add(AgentResult(question=q, answer=f"Answer {i} [1].", mode="rag",
                                     status="answered", references=refs, all_references=refs,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.agent.llm.trace import result_from_dict
 from kbagent.kb.ingest import Ingestor
 from kbagent.tui.app import KbApp
 from kbagent.tui.ask import AskScreen
 from kbagent.tui.widgets import Badge, PromptInput, ReferencesPanel
+from tests.scripted_llm import ScriptedLLM
 
 CACHE = ("# Cache\n\nIntro line.\n\nThe default TTL is 1 hour.\nEntries expire after that.\n"
          "\nUnrelated closing line.\n")

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 import kbagent.agent.llm as llm_module
-from kbagent.agent.llm.scripted import ScriptedLLM
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from kbagent.kb.ingest import Ingestor
+from tests.scripted_llm import ScriptedLLM
 
 runner = CliRunner()
 

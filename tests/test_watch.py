@@ -26,6 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 BOUND = 90.0  # seconds: a busy machine may be slow; only a hang fails
 
 
+def ctrl_c_reaches_the_child() -> None:
+    """Popen's preexec_fn: the child takes Ctrl-C as a person's terminal would. A
+    process started in the background by a non-interactive shell (``make test &``)
+    ignores SIGINT, and its children inherit that, so without this the test's
+    Ctrl-C never reached the watcher and the test waited out its timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for(cond: Callable[[], bool], bound: float = BOUND) -> bool:
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
@@ -155,7 +163,8 @@ def test_kill_9_during_an_update_leaves_a_usable_kb_and_the_next_start_catches_u
     marker = tmp_path / "marker"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", KILLED_WATCHER, str(root), str(marker)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=ctrl_c_reaches_the_child)
     try:
         kb_dir = settings.kbs_dir / "w"
         # the watcher's start-up ingest changes nothing; then a new file starts an update
@@ -195,7 +204,8 @@ def test_cli_ingest_watch_logs_updates_and_stops_cleanly_on_ctrl_c(make_folder, 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "kbagent", "ingest", str(root), "--kb", "w",
                              "--watch", "--quiet"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_reaches_the_child)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
                               daemon=True)

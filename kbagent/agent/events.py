@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from kbagent.agent.kinds import ErrorKind, Status, StepKind
+from kbagent.agent.records import ReferenceChunk, References, Repair, SentenceRecord
 
 
 @dataclass
@@ -139,74 +140,73 @@ class Usage:
 
 
 @dataclass
-class ReferenceChunk:
-    """One cited chunk: badge number, where it lies, how it was found, what it says."""
-
-    n: int
-    kb: str
-    path: str
-    start_line: int
-    end_line: int
-    score: float | None  # retrieval score; None for text read by kb_cat or kb_grep
-    tool: str
-    heading: str
-    excerpt: str
-    supported: bool | None  # does it back the sentences that cite it (None: not checked)
-    location: str = ""  # in the source's own terms: "p.2 l.3-9", "slide 3", "Budget!A2:C9"
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class DocumentReferences:
-    """The cited chunks of one document (the references payload groups by document)."""
-
-    kb: str
-    path: str
-    chunks: list[ReferenceChunk] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kb": self.kb, "path": self.path, "chunks": [c.to_json() for c in self.chunks]}
-
-
-@dataclass
 class AgentResult:
     question: str
     answer: str
     mode: str
     status: Status  # answered | limit | cancelled | error
     steps: list[StepRecord] = field(default_factory=list)
-    # DocumentReferences.to_json() each: results also come back from traces and history
-    references: list[dict[str, Any]] = field(default_factory=list)
-    all_references: list[dict[str, Any]] = field(default_factory=list)
+    references: References = field(default_factory=References)  # the cited ones
+    all_references: References = field(default_factory=References)  # every one seen
     unsupported: list[str] = field(default_factory=list)
     # the answer sentence by sentence: text, cited numbers, support score and verdict
-    sentences: list[dict[str, Any]] = field(default_factory=list)
+    sentences: list[SentenceRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""  # which limit ended the loop, if any
     kbs: list[str] = field(default_factory=list)
     abstained: bool = False  # the answer says the knowledge base does not say
-    # what the grounding check did: {"sentence", "missing", "action": replaced|removed,
-    # "with": the citation quoted instead}
-    repairs: list[dict[str, Any]] = field(default_factory=list)
+    repairs: list[Repair] = field(default_factory=list)  # what the grounding check did
+    # the fact asked for in a few words ("128", "/bin/sh"), cited; "" when the answer has
+    # none (abstention, an explanation, small talk). The answer begins with it.
+    short_answer: str = ""
+
+    def reference(self, n: int) -> ReferenceChunk | None:
+        """Reference ``[n]`` among every chunk the run saw (None: no such number)."""
+        return (self.all_references or self.references).reference(n)
 
     def to_dict(self, all_references: bool = False) -> dict[str, Any]:
+        """The ``ask --json`` form (``all_references``: every chunk seen, not just
+        the cited ones, as ``references``)."""
         return {
             "question": self.question,
             "answer": self.answer,
+            "short_answer": self.short_answer,
             "mode": self.mode,
             "status": self.status,
             "stop_reason": self.stop_reason,
             "kbs": self.kbs,
             "steps": [s.to_dict() for s in self.steps],
-            "references": self.all_references if all_references else self.references,
+            "references": (self.all_references if all_references
+                           else self.references).to_json(),
             "unsupported": self.unsupported,
-            "sentences": self.sentences,
+            "sentences": [x.to_json() for x in self.sentences],
             "abstained": self.abstained,
-            "repairs": self.repairs,
+            "repairs": [r.to_json() for r in self.repairs],
             "usage": self.usage.to_dict(),
         }
+
+    def to_json(self) -> dict[str, Any]:
+        """:meth:`to_dict` with ``all_references`` too: what traces, the history and
+        the last-answer file keep, and :meth:`from_json` reads back."""
+        return {**self.to_dict(), "all_references": self.all_references.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> AgentResult:
+        """A result from its :meth:`to_json` (or ``to_dict``) form."""
+        usage = {k: v for k, v in d.get("usage", {}).items() if k != "budget_tokens"}
+        return cls(
+            question=d["question"], answer=d["answer"], mode=d["mode"],
+            status=Status(d["status"]), steps=[StepRecord(**s) for s in d.get("steps", [])],
+            references=References.from_json(d.get("references")),
+            all_references=References.from_json(d.get("all_references")
+                                                or d.get("references")),
+            unsupported=d.get("unsupported", []),
+            sentences=[SentenceRecord.from_json(x) for x in d.get("sentences", [])],
+            usage=Usage(**usage), stop_reason=d.get("stop_reason", ""), kbs=d.get("kbs", []),
+            abstained=bool(d.get("abstained", False)),
+            repairs=[Repair.from_json(r) for r in d.get("repairs", [])],
+            short_answer=str(d.get("short_answer", "")),
+        )
 
 
 @dataclass

@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# a closed set of a setting, defined below the agent (kbagent/defaults.py) so that the
+# settings, which the KB layer reads, need not import the agent
+from kbagent.defaults import SearchFirst as SearchFirst
+
 
 class AskMode(StrEnum):
     """How a question is answered (``--mode``)."""
@@ -26,14 +30,6 @@ class ToolSet(StrEnum):
 
     KNOWLEDGE = "knowledge"
     FULL = "full"  # adds calculate, plan and the code tools
-
-
-class SearchFirst(StrEnum):
-    """How a knowledge question starts (setting ``search_first``)."""
-
-    QUESTION = "question"  # the harness searches the question itself as step 1
-    MODEL = "model"  # the model's first step is grammar-forced to be a kb_search
-    OFF = "off"  # the model decides freely
 
 
 class StepKind(StrEnum):
@@ -89,3 +85,33 @@ class TurnEnd:
 
 GO_ON = TurnEnd()
 DONE = TurnEnd(done=True)
+
+
+class ToolName(StrEnum):
+    """The agent's tools, by the name the model calls them (``Action: kb_search``)."""
+
+    KB_SEARCH = "kb_search"
+    KB_SEMANTIC_SEARCH = "kb_semantic_search"
+    KB_GREP = "kb_grep"
+    KB_CAT = "kb_cat"
+    KB_LS = "kb_ls"
+    KB_GLOB = "kb_glob"
+    LIST_KBS = "list_kbs"
+    CALCULATE = "calculate"
+    PLAN = "plan"
+    CODE_DEFINITION = "code_definition"
+    CODE_REFERENCES = "code_references"
+    CODE_CALLERS = "code_callers"
+    CODE_OUTLINE = "code_outline"
+
+
+# the tools that search (a repeated or pasted query is caught for these)
+SEARCH_TOOLS = frozenset({ToolName.KB_SEARCH, ToolName.KB_SEMANTIC_SEARCH})
+
+
+class RepairAction(StrEnum):
+    """``Repair.action``: what the grounding check did to a model sentence."""
+
+    REPLACED = "replaced"  # a fact was not in its source: the source sentence is quoted
+    RECITED = "recited"  # right, but cited to the wrong chunk: cited to the one that says it
+    REMOVED = "removed"  # no source sentence carries it

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
+from kbagent.agent.records import References
 from kbagent.cli.app import app
 from kbagent.cli.common import (
     AsOpt,
@@ -23,9 +24,10 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
+from kbagent.cli.shared import threading_main
+from kbagent.defaults import default  # not kbagent.settings: --help imports no pydantic
 from kbagent.errors import BadInputError, ExitCode, KbagentError
 from kbagent.safe_text import json_text
-from kbagent.settings import default
 
 
 @app.command()
@@ -85,7 +87,7 @@ def ask(
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
     principal = principal_from(settings, as_user, groups)
-    session = Session(settings, kb, mode=mode.value, tools=tools.value, max_steps=max_steps,
+    session = Session(settings, kb, mode=mode, tools=tools, max_steps=max_steps,
                       token_budget=token_budget, time_limit=time_limit, principal=principal)
     ctx.call_on_close(session.close)  # the model is freed before the interpreter exits
     if not (mode is AskMode.DIRECT and not kb):
@@ -135,18 +137,11 @@ def ask(
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
     if open_ref is not None:
-        show_reference(settings, {"all_references": result.all_references}, open_ref, editor,
-                       principal)
+        show_reference(settings, result.to_json(), open_ref, editor, principal)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
         raise typer.Exit(ExitCode.BACKEND)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,
@@ -220,8 +215,8 @@ def ref(
     principal = principal_from(settings, as_user, groups)
     answer = load_last_answer(settings, principal)
     if n is None:
-        cited = [c["n"] for d in answer.get("references", []) for c in d["chunks"]]
+        cited = References.from_json(answer.get("references")).chunks()
         if not cited:
             fail("the last answer has no references", ExitCode.NOT_FOUND)
-        n = cited[0]
+        n = cited[0].n
     show_reference(settings, answer, n, editor, principal)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +12,6 @@ import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli.app import app
-from kbagent.cli.ask_commands import threading_main
 from kbagent.cli.common import (
     AS_HELP,
     GROUPS_HELP,
@@ -27,67 +25,9 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
+from kbagent.cli.shared import threading_main
 from kbagent.errors import BadInputError, ExitCode, Interrupted, KbagentError
 from kbagent.safe_text import json_text
-
-
-class AgentFactory:
-    """One :class:`~kbagent.session.Session` per (KBs, mode, tools) asked for, all
-    sharing one LLM: the model loads once and each set of KBs opens once."""
-
-    def __init__(self, settings: Any, kb: list[str] | None, mode: str, tools: str,
-                 limits: dict[str, Any], trace_dir: Path | None, principal: Any = None) -> None:
-        from kbagent.kb.access import ANONYMOUS
-
-        self.settings, self.kb, self.mode, self.tools = settings, kb, mode, tools
-        # one principal for the whole run: a question line cannot change it
-        self.principal = principal or ANONYMOUS
-        self.limits, self.trace_dir = limits, trace_dir
-        self._sessions: dict[tuple[Any, ...], Any] = {}
-        self._llm: Any = None
-        self._lock = threading.Lock()
-
-    def session(self, names: list[str] | None, mode: str, tools: str) -> Any:
-        from kbagent.session import Session
-
-        key = (tuple(names or ()), mode, tools)
-        with self._lock:
-            if key not in self._sessions:
-                session = Session(self.settings, names, mode=mode, tools=tools,
-                                  llm=self._llm, principal=self.principal, **self.limits)
-                session.open_kbs(required=mode != "direct" or bool(names))
-                self._llm = session.load_llm()
-                self._sessions[key] = session
-            return self._sessions[key]
-
-    def close(self) -> None:
-        """Close every session (the one that loaded the model frees it)."""
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            session.close()
-
-    def run(self, item: Any, token: Any) -> dict[str, Any]:
-        from kbagent.agent.events import Final
-
-        mode, tools = item.mode or self.mode, item.tools or self.tools
-        session = self.session(item.kb or self.kb, mode, tools)
-        trace = self.trace_dir / f"{_safe(item.id)}.jsonl" if self.trace_dir else None
-        result = None
-        for ev in session.ask(item.question, token=token, trace_to=trace):
-            if isinstance(ev, Final):
-                result = ev.result
-        assert result is not None
-        # beyond the `ask --json` shape: the mode asked for (auto routes) and every path
-        # the tools showed the model, so `kbagent eval qa --answers` can score this file
-        return {**result.to_dict(), "requested_mode": mode, "retrieved": sorted(
-            {c["path"] for doc in result.all_references for c in doc["chunks"]})}
-
-
-def _safe(ident: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", ident)[:100] or "question"
 
 
 @app.command()
@@ -133,6 +73,7 @@ def batch(
     """Answer many questions; one JSON line per question (the `ask --json` shape plus
     `id` and `error`), written as each finishes. Resumable with -o."""
     from kbagent.batch import BatchRunner, answered_ids, read_questions
+    from kbagent.session_pool import RunLimits, SessionPool
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
     items = read_questions(input_file, sys.stdin)
@@ -140,10 +81,10 @@ def batch(
         warn("--workers needs --llm-url; the in-process model answers one question at a time")
         workers = 1
     skip = answered_ids(output) if output is not None else set()
-    limits = {"max_steps": max_steps, "token_budget": token_budget, "time_limit": time_limit}
-    factory = AgentFactory(settings, kb, mode.value, tools.value, limits, trace,
-                           principal_from(settings, as_user, groups))
-    ctx.call_on_close(factory.close)
+    pool = SessionPool(settings, kb, mode.value, tools.value,
+                       limits=RunLimits(max_steps, token_budget, time_limit), trace_dir=trace,
+                       principal=principal_from(settings, as_user, groups))
+    ctx.call_on_close(pool.close)
     err = stderr_console()
     out_file = open(output, "a", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     progress = None if quiet or not err.is_terminal else _progress(err)
@@ -159,7 +100,7 @@ def batch(
 
     from kbagent.agent.cancel import CancelToken
 
-    runner = BatchRunner(factory.run, out_file, workers=workers, on_record=on_record,
+    runner = BatchRunner(pool.answer, out_file, workers=workers, on_record=on_record,
                          make_token=CancelToken)
     previous = signal.getsignal(signal.SIGINT)
 
@@ -271,8 +212,11 @@ def _rerun(ctx: typer.Context, header: dict[str, Any], records: list[dict[str, A
     if header.get("principal", "anonymous") != principal.label:
         warn(f"the trace was recorded as {header.get('principal')}; asking again as "
              f"{principal.label}")
-    session = Session(settings, names, mode=header["mode"], tools=header["tools"],
-                      principal=principal)
+    try:
+        mode, tools = AskMode(header["mode"]), ToolSet(header["tools"])
+    except ValueError as e:
+        raise BadInputError(f"the trace names an unknown mode or tool set: {e}") from e
+    session = Session(settings, names, mode=mode, tools=tools, principal=principal)
     ctx.call_on_close(session.close)
     session.open_kbs(required=bool(names))
     llm = session.load_llm()

@@ -36,7 +36,7 @@ SymbolArg = Annotated[str, typer.Argument(help="A name, or a qualified name like
 def _indexes(ctx: typer.Context, kb: list[str] | None, as_user: str | None,
              groups: str | None) -> list[Any]:
     from kbagent.cli.common import warn
-    from kbagent.cli.kb_commands import open_kbs
+    from kbagent.cli.shared import open_kbs
     from kbagent.kb.symbol_index import NoSymbolIndex, SymbolIndex
 
     settings = settings_from(ctx)
@@ -49,8 +49,8 @@ def _indexes(ctx: typer.Context, kb: list[str] | None, as_user: str | None,
             missing.append(e)
     if not out and missing:
         raise missing[0]
-    for e in missing:
-        warn(str(e))
+    for err in missing:
+        warn(str(err))
     return out
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from kbagent.errors import ExitCode, KbagentError
+
+if TYPE_CHECKING:  # pydantic is imported when a command runs, not for --help
+    from kbagent.kb.access import Principal
+    from kbagent.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,7 +76,10 @@ def handles_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def settings_from(ctx: typer.Context, **overrides: Any) -> Any:
+def settings_from(ctx: typer.Context, **overrides: Any) -> Settings:
+    """The settings of a command: its flags (``overrides``; ``None``: not given) over
+    the environment, the config file and the defaults; a bad value is a one-line
+    :class:`~kbagent.settings.SettingsError` (exit 2) through :func:`handles_errors`."""
     from kbagent.settings import Settings
 
     home = (ctx.find_root().obj or {}).get("home")
@@ -90,7 +97,7 @@ AsOpt = Annotated[str | None, typer.Option("--as", help=AS_HELP, show_default=Fa
 GroupsOpt = Annotated[str | None, typer.Option("--groups", help=GROUPS_HELP, show_default=False)]
 
 
-def principal_from(settings: Any, as_user: str | None, groups: str | None) -> Any:
+def principal_from(settings: Settings, as_user: str | None, groups: str | None) -> Principal:
     """``--as USER`` / ``--groups a,b`` -> a Principal; neither: anonymous (public documents)."""
     from kbagent.kb.access import resolve_principal
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ import typer
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli.app import app
 from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
-from kbagent.cli.kb_commands import _ProgressBar, ingest_interrupted
+from kbagent.cli.shared import ProgressBar, ingest_interrupted
 from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError
 from kbagent.kb.models import SearchMode
 
@@ -57,7 +58,7 @@ def retrieval(
     modes = [m.value for m in mode] if mode else list(MODES)
     show_bar = not quiet and sys.stderr.isatty()
     try:
-        with _ProgressBar(show_bar) as bar:
+        with ProgressBar(show_bar) as bar:
             stems, seconds = prepare_kb(settings, ds, name, progress=bar)
             report = evaluate(settings, ds, name, stems, seconds, modes, progress=bar)
     except KeyboardInterrupt:
@@ -129,11 +130,11 @@ def qa(
     answer-contains-gold, supporting-document recall, citation precision, abstention,
     steps, tokens and latency per mode."""
     from kbagent.batch import BatchQuestion
-    from kbagent.cli.batch_commands import AgentFactory
     from kbagent.evaluation.qa import run_qa, score_answers
     from kbagent.evaluation.qa_data import load_qa, write_corpus_folder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import validate_name
+    from kbagent.session_pool import SessionPool
 
     settings = settings_from(ctx, llm_model=model, llm_url=llm_url, llm_server_model=llm_model)
     ds = load_qa(questions, fmt, max_questions)
@@ -145,7 +146,7 @@ def qa(
     kb_names = kb
     show_bar = not quiet and sys.stderr.isatty()
     try:
-        with _ProgressBar(show_bar) as bar:
+        with ProgressBar(show_bar) as bar:
             if ds.corpus is not None:
                 name = validate_name((kb or [f"eval-{ds.name}"])[0])
                 folder = settings.home / "eval" / name / "corpus"
@@ -156,7 +157,8 @@ def qa(
             if answers is not None:
                 report = score_answers(ds, label, _read_records(answers))
             else:
-                factory = AgentFactory(settings, kb_names, modes[0], tools.value, {}, None)
+                pool = SessionPool(settings, kb_names, modes[0], tools.value)
+                ctx.call_on_close(pool.close)  # one model for every mode, freed at the end
                 saved = _SavedAnswers(save_answers)
 
                 def answer(item: Any, mode: str) -> dict[str, Any]:
@@ -164,7 +166,7 @@ def qa(
                     if rec is None:
                         q = BatchQuestion(item.id, item.question, 0, mode=mode)
                         try:
-                            rec = {"id": item.id, "error": None, **factory.run(q, None)}
+                            rec = {"id": item.id, "error": None, **pool.answer(q, None)}
                         except KbagentError as e:
                             rec = {"id": item.id, "requested_mode": mode, "error": str(e)}
                         saved.put(rec)
@@ -238,7 +240,8 @@ def _qa_table(report: Any) -> None:
             return "-"
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
-    rows = [("correct", lambda m: f"{m.correct}/{m.questions}"),
+    rows: list[tuple[str, Callable[[Any], object]]] = [
+            ("correct", lambda m: f"{m.correct}/{m.questions}"),
             ("correct by kind", lambda m: ", ".join(f"{k} {v}" for k, v in
                                                      m.correct_by_kind.items())),
             ("exact match", lambda m: m.em), ("token F1", lambda m: m.f1),

@@ -7,7 +7,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 import typer
 
@@ -23,10 +23,11 @@ from kbagent.cli.common import (
     stdout_console,
     warn,
 )
-from kbagent.errors import Interrupted, KbagentError
+from kbagent.cli.shared import ProgressBar, ingest_interrupted
+from kbagent.defaults import default  # not kbagent.settings: --help imports no pydantic
+from kbagent.errors import KbagentError
 from kbagent.kb.models import SearchMode
 from kbagent.safe_text import json_text
-from kbagent.settings import default
 from kbagent.text import shorten
 
 
@@ -41,59 +42,6 @@ EMBED_URL_OPTION = typer.Option(
 
 
 # ----------------------------------------------------------------------- ingest
-class _ProgressBar:
-    """A rich progress bar on stderr (files, then chunks), silent when not a TTY."""
-
-    LABELS: ClassVar[dict[str, str]] = {
-        "scan": "reading files", "embed": "embedding chunks", "write": "indexing chunks",
-        "extract": "big file pages/rows",
-    }
-
-    def __init__(self, enabled: bool, console: Any = None) -> None:
-        self.enabled = enabled
-        self._console = console  # default: stderr
-        self._progress: Any = None
-        self._tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> _ProgressBar:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TaskProgressColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("{task.description:<17}"), BarColumn(), MofNCompleteColumn(),
-                TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                TextColumn("eta"), TimeRemainingColumn(),
-                console=self._console or stderr_console(), transient=False,
-            )
-            self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if self._progress is None or (phase == "write" and total == 0):
-            return
-        task = self._tasks.get(phase)
-        if task is None:
-            task = self._progress.add_task(self.LABELS.get(phase, phase), total=total, rate="")
-            self._tasks[phase] = task
-        t = self._progress.tasks[task]
-        elapsed = t.elapsed or 0.0
-        unit = {"scan": "files", "extract": "pages/rows"}.get(phase, "chunks")
-        rate = f"{done / elapsed:,.0f} {unit}/s" if elapsed > 0.5 and done else ""
-        self._progress.update(task, completed=done, total=total, rate=rate)
-
-
 @app.command()
 @handles_errors
 def ingest(
@@ -123,11 +71,11 @@ def ingest(
     settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
     show_bar = not quiet and sys.stderr.isatty()
-    bars: list[_ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
+    bars: list[ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
     ingestor = ingestor_for(settings, name, store,
                             progress=lambda *a: bars[0](*a) if bars else None)
     try:
-        with _ProgressBar(show_bar) as bar:
+        with ProgressBar(show_bar) as bar:
             bars.append(bar)
             result = ingestor.run(path, rebuild=rebuild)
         bars.clear()
@@ -180,25 +128,7 @@ def watch_folder(ingestor: Any, path: Path, name: str) -> None:
         err.print(f"stopped watching; KB '{name}' is at {gen}")
 
 
-def ingest_interrupted(name: str) -> Interrupted:
-    """The error for a Ctrl-C during an ingest (the KB keeps its live generation)."""
-    return Interrupted(f"interrupted; KB '{name}' is unchanged (re-run to finish, "
-                       "finished embeddings are reused)")
-
-
 # ----------------------------------------------------------------------- search
-def open_kbs(settings: Any, names: list[str] | None) -> list[Any]:
-    """Open the named KBs, or every KB when none is named (see
-    :func:`kbagent.session.open_kbs`); a KB that fails to open is a warning while
-    another one serves."""
-    from kbagent.session import open_kbs as session_open_kbs
-
-    opened = session_open_kbs(settings, names)
-    for name, reason in opened.failed.items():
-        warn(f"KB '{name}' failed: {reason}")
-    return opened.kbs
-
-
 def _snippet(text: str, width: int = 220) -> str:
     return shorten(text, width)
 
@@ -230,31 +160,24 @@ def search(
         f"(default {default('rerank_top_n')}).", show_default=False)] = None,
 ) -> None:
     """Search KBs without the LLM: BM25 + vectors fused by RRF (k=60), optionally reranked."""
-    from kbagent.kb.embedder import embedder_for_space
-    from kbagent.kb.rerank import reranker_from
-    from kbagent.kb.search import HybridSearcher
+    from kbagent.session import Session
 
     settings = settings_from(ctx, embed_url=embed_url, rerank_url=rerank_url,
                              rerank_model=rerank_model, rerank_top_n=rerank_top_n)
-    principal = principal_from(settings, as_user, groups)
-    reranker = reranker_from(settings.rerank_url, settings.rerank_model, settings.rerank_top_n,
-                             settings.rerank_timeout)
-    kbs = open_kbs(settings, kb)
-    load_s = 0.0
-
-    def embedder_for(space: str):  # timed apart: loading the model is not searching
-        nonlocal load_s
-        t0 = time.perf_counter()
-        embedder = embedder_for_space(space, settings.embedding_runtime, settings)  # cached
-        load_s += time.perf_counter() - t0
-        return embedder
-
-    started = time.perf_counter()
-    result = HybridSearcher(kbs, embedder_for=embedder_for, reranker=reranker).search(
-        query, k=k, mode=mode.value, principal=principal)
+    # the session carries the principal and the reranker into the search; no LLM loads
+    session = Session(settings, kb, principal=principal_from(settings, as_user, groups))
+    ctx.call_on_close(session.close)
+    not_opened = session.open_kbs().failed
+    for name, reason in not_opened.items():
+        warn(f"KB '{name}' failed: {reason}")
+    kbs = session.kbs
+    started, loaded_s = time.perf_counter(), session.embedder_load_s
+    result = session.search(query, k=k, mode=mode.value)
+    load_s = session.embedder_load_s - loaded_s  # timed apart: loading is not searching
     ms = (time.perf_counter() - started - load_s) * 1000
     for name, reason in result.failed_kbs.items():
-        warn(f"KB '{name}' failed: {reason}")
+        if name not in not_opened:  # those were reported above
+            warn(f"KB '{name}' failed: {reason}")
     for name in result.bm25_only_kbs:
         warn(f"KB '{name}': vectors still being built: BM25 only")
     for name, (have, total) in result.partial_kbs.items():
@@ -306,7 +229,7 @@ kbs_app = typer.Typer(help="List and manage knowledge bases.", no_args_is_help=F
 app.add_typer(kbs_app, name="kbs")
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

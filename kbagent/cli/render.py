@@ -110,10 +110,9 @@ class EventRenderer:
         if refs:
             self.out.print()
             self.out.print("[bold]References[/]" if self.styled else "References")
-            for doc in refs:
-                for c in doc["chunks"]:
-                    self.out.print(reference_line(
-                        c, self.styled, self.out.width if self.out.is_terminal else None))
+            for c in refs.chunks():
+                self.out.print(reference_line(
+                    c.to_json(), self.styled, self.out.width if self.out.is_terminal else None))
         for sentence in result.unsupported:
             self.err.print(f"[yellow]⚠ not supported by its cited sources:[/] "
                            f"{literal(sentence)}")

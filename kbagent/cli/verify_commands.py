@@ -108,6 +108,7 @@ def _reask(settings: Any, principal: Any, stale: list[Any]) -> dict[int, dict[st
     """Ask each stale answer's question again (same KBs and mode); id(Verified) ->
     the new ``ask --json`` dict, or ``{"error": ...}``."""
     from kbagent.agent.events import Final
+    from kbagent.agent.kinds import AskMode
     from kbagent.errors import KbagentError
     from kbagent.session import MODES, Session
 
@@ -118,7 +119,7 @@ def _reask(settings: Any, principal: Any, stale: list[Any]) -> dict[int, dict[st
         mode = data.get("requested_mode") or data.get("mode") or "auto"
         try:
             session = Session(settings, list(data.get("kbs") or []) or None,
-                              mode=mode if mode in MODES else "auto", llm=llm,
+                              mode=AskMode(mode) if mode in MODES else AskMode.AUTO, llm=llm,
                               principal=principal)
             try:
                 session.open_kbs()

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kbagent.agent.kinds import SEARCH_TOOLS
 from kbagent.evaluation.metrics import contains_gold, exact_match, percentile, token_f1
 from kbagent.evaluation.qa_data import QaDataset, QaItem
 
@@ -26,7 +27,6 @@ ABSTAINED = re.compile(
     r"does not (say|mention|contain|include|specify|provide)|not (in|found in|available in) "
     r"the (knowledge base|sources|documents)|no information|could not find|cannot find|"
     r"couldn't find|don't have|do not have|not mentioned|do not know|don't know", re.I)
-SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
 
 
 def abstained(answer: str) -> bool:

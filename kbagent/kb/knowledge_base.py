@@ -319,6 +319,11 @@ class KnowledgeBase:
         """Does a chunk ``principal`` may read contain ``word``?"""
         return self.store.mentions(word, self.denied_chunks(principal))
 
+    def symbol_reader(self) -> Any:  # a SqliteSymbols (the SymbolReader protocol)
+        from kbagent.kb.symbol_index import SqliteSymbols
+
+        return SqliteSymbols(self.store.conn)
+
     @property
     def embedding_model(self) -> str:
         return str(self.manifest["embedding_model"])

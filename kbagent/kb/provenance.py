@@ -19,15 +19,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import Line
 from kbagent.text import shorten
+
+if TYPE_CHECKING:
+    from kbagent.settings import Settings
 
 _WORD = re.compile(r"\w{4,}")  # words of an excerpt that find a renamed file's text
 NOW_SAYS_CHARS = 200
@@ -50,7 +52,9 @@ SEVERITY = {RefState.UNCHANGED: 0, RefState.UNCHECKED: 1, RefState.MOVED: 2,
 class _Kb(Protocol):  # what a check needs of a KnowledgeBase (tests may pass a real one)
     name: str
     generation: str
-    store: Any
+
+    @property
+    def store(self) -> Any: ...
 
 
 def text_sha(text: str) -> str:
@@ -73,27 +77,37 @@ def joined(lines: list[Line]) -> str:
 
 
 # ----------------------------------------------------------------- stamping
-def stamp_references(kbs: Mapping[str, _Kb], documents: list[dict[str, Any]]) -> None:
-    """Add ``text_sha``, ``doc_hash`` and ``generation`` to every chunk of a
-    references payload (``DocumentReferences.to_json()`` dicts), in place. A chunk
-    whose KB or document cannot be read now is left unstamped."""
+class Cited(Protocol):
+    """A cited chunk as stamping sees it (the agent's ``ReferenceChunk``)."""
+
+    kb: str
+    path: str
+    start_line: int
+    end_line: int
+    text_sha: str | None
+    doc_hash: str | None
+    generation: str | None
+
+
+def stamp_references(kbs: Mapping[str, _Kb], chunks: Iterable[Cited]) -> None:
+    """Set ``text_sha``, ``doc_hash`` and ``generation`` on every cited chunk of an
+    answer, in place. A chunk whose KB or document cannot be read now is left
+    unstamped."""
     cache: dict[tuple[str, str], tuple[str, list[Line]] | None] = {}
-    for doc in documents:
-        for c in doc.get("chunks", []):
-            kb = kbs.get(str(c.get("kb", doc.get("kb", ""))))
-            if kb is None:
-                continue
-            key = (kb.name, str(c.get("path", doc.get("path", ""))))
-            if key not in cache:
-                loaded = kb.store.document_lines(key[1])
-                cache[key] = None if loaded is None else (loaded[0].content_hash, loaded[1])
-            got = cache[key]
-            if got is None:
-                continue
-            c["text_sha"] = text_sha(joined(span_lines(got[1], int(c["start_line"]),
-                                                       int(c["end_line"]))))
-            c["doc_hash"] = got[0]
-            c["generation"] = kb.generation
+    for c in chunks:
+        kb = kbs.get(c.kb)
+        if kb is None:
+            continue
+        key = (kb.name, c.path)
+        if key not in cache:
+            loaded = kb.store.document_lines(key[1])
+            cache[key] = None if loaded is None else (loaded[0].content_hash, loaded[1])
+        got = cache[key]
+        if got is None:
+            continue
+        c.text_sha = text_sha(joined(span_lines(got[1], c.start_line, c.end_line)))
+        c.doc_hash = got[0]
+        c.generation = kb.generation
 
 
 # ----------------------------------------------------------------- checking
@@ -205,21 +219,11 @@ def _candidates(kb: _Kb, ref: dict[str, Any], exclude: str) -> list[str]:
     """Documents that may hold the cited text, without reading them all: the ones
     with the old content hash (a pure rename) first, then the ones whose stored
     text has the longest words of the reference's excerpt (at most 50)."""
-    conn = getattr(kb.store, "conn", None)
-    if not isinstance(conn, sqlite3.Connection):  # a PostgreSQL KB: not searched (yet)
-        return []
-    out = [r[0] for r in conn.execute("SELECT path FROM documents WHERE content_hash = ? "
-                                      "AND path != ? ORDER BY path",
-                                      (str(ref.get("doc_hash", "")), exclude))]
     words = sorted(set(_WORD.findall(str(ref.get("excerpt", "")))), key=lambda w: (-len(w), w))
-    if not words:
-        return out
-    like = " AND ".join(["text LIKE ? ESCAPE '\\'"] * min(3, len(words)))
-    pats = ["%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            for w in words[:3]]
-    rows = conn.execute(f"SELECT path FROM documents WHERE path != ? AND {like} "
-                        "ORDER BY path LIMIT 50", (exclude, *pats))
-    return out + [r[0] for r in rows if r[0] not in out]
+    found: tuple[list[str], list[str]] = kb.store.text_candidates(
+        str(ref.get("doc_hash", "")), words[:3], exclude)  # the local or PostgreSQL store
+    same, having = found
+    return same + [p for p in having if p not in same]
 
 
 def word_diff(old: str, new: str) -> list[str]:
@@ -271,7 +275,7 @@ class ReferenceChecker:
     """Checks references against the live KBs of one data home, opening each KB
     once (and re-reading ``CURRENT`` before each answer, for long-lived readers)."""
 
-    def __init__(self, settings: Any, principal: Principal = ANONYMOUS,
+    def __init__(self, settings: Settings, principal: Principal = ANONYMOUS,
                  kbs: Mapping[str, Any] | None = None) -> None:
         self.settings = settings
         self.principal = principal

@@ -22,6 +22,7 @@ from kbagent.kb.rerank import Reranker, rerank_hits
 from kbagent.kb.store import ChunkRow
 from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
+from kbagent.settings import default
 
 RRF_K = 60
 MODES = tuple(m.value for m in SearchMode)
@@ -80,9 +81,10 @@ class HybridSearcher:
         self._embedder_for = embedder_for or self._default_embedder
 
     def _default_embedder(self, space: str) -> Embedder:
-        settings = self.kbs[0].settings if self.kbs else None
-        return embedder_for_space(space, getattr(settings, "embedding_runtime", "auto"),
-                                  settings)
+        if not self.kbs:
+            return embedder_for_space(space, default("embedding_runtime"))
+        settings = self.kbs[0].settings
+        return embedder_for_space(space, settings.embedding_runtime, settings)
 
     def embed_query(self, query: str) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

@@ -113,6 +113,10 @@ def _line_map(lines: list[Line]) -> str | None:
         return None
     return json.dumps([[ln.number, ln.last] for ln in lines], separators=(",", ":"))
 
+def like_pattern(word: str) -> str:
+    """``%word%`` for LIKE / ILIKE with ``\\`` as the escape character."""
+    return "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
 
 class Store:
     """Thin typed wrapper over one generation's ``kb.sqlite``."""
@@ -279,12 +283,25 @@ class Store:
     def mentions(self, word: str, denied: frozenset[int]) -> bool:
         """Does any chunk outside ``denied`` contain ``word`` (case-insensitive, as a
         substring)? One scan of the stored text, stopping at the first match."""
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         for (chunk_id,) in self.conn.execute(
-                "SELECT id FROM chunks WHERE text LIKE ? ESCAPE '\\'", (pattern,)):
+                "SELECT id FROM chunks WHERE text LIKE ? ESCAPE '\\'", (like_pattern(word),)):
             if chunk_id not in denied:
                 return True
         return False
+
+    def text_candidates(self, doc_hash: str, words: list[str], exclude: str
+                        ) -> tuple[list[str], list[str]]:
+        """Paths other than ``exclude`` with content hash ``doc_hash``, and (at most 50)
+        whose text holds every one of ``words`` (case-insensitive), in path order."""
+        same = [r[0] for r in self.conn.execute(
+            "SELECT path FROM documents WHERE content_hash = ? AND path != ? ORDER BY path",
+            (doc_hash, exclude))]
+        if not words:
+            return same, []
+        like = " AND ".join(["text LIKE ? ESCAPE '\\'"] * len(words))
+        rows = self.conn.execute(f"SELECT path FROM documents WHERE path != ? AND {like} "
+                                 "ORDER BY path LIMIT 50", (exclude, *map(like_pattern, words)))
+        return same, [r[0] for r in rows]
 
     def visible_bytes(self, principal: Principal) -> int:
         """Bytes of the source files ``principal`` may read (what ``kbs`` shows as size:

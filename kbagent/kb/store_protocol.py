@@ -8,11 +8,13 @@ Two implementations:
   shared by every KB of a database, registered by
   ``kbagent ingest DIR --kb K --store postgresql://...`` (:mod:`kbagent.kb.registry`).
 
-Search (:mod:`kbagent.kb.search`), the file views (:mod:`kbagent.kb.views`)
-and access checks read a KB only through these methods. What ingest writes is
-the same for both (documents with their text and access groups, chunks with
-line spans, heading trail and text, one vector per chunk); each store has its
-own writer (:mod:`kbagent.kb.ingest`, :mod:`kbagent.kb.pg.ingest`).
+Search (:mod:`kbagent.kb.search`), the file views (:mod:`kbagent.kb.views`),
+access checks and the symbol index (:mod:`kbagent.kb.symbol_index`, through
+:class:`~kbagent.kb.symbol_index.SymbolReader`) read a KB only through these
+methods. What ingest writes is the same for both (documents with their text
+and access groups, chunks with line spans, heading trail and text, one vector
+per chunk, the definitions and references of code documents); each store has
+its own writer (:mod:`kbagent.kb.ingest`, :mod:`kbagent.kb.pg.ingest`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from kbagent.kb.access import Principal
 from kbagent.kb.models import Line
 from kbagent.kb.store import ChunkRow, DocRow
+from kbagent.kb.symbol_index import SymbolReader
 from kbagent.settings import Settings
 
 
@@ -53,6 +56,9 @@ class ChunkReader(Protocol):
 
     def first_headings(self) -> list[tuple[str, str, str | None, list[str]]]: ...
 
+    def text_candidates(self, doc_hash: str, words: list[str], exclude: str
+                        ) -> tuple[list[str], list[str]]: ...
+
 
 class LexicalReader(Protocol):
     def search(self, query: str, limit: int,
@@ -71,6 +77,7 @@ class KbReader(Protocol):
 
     settings: Settings
     name: str
+    generation: str  # the published generation open now (its id, or the PG store's stamp)
     manifest: dict[str, Any]
     documents: int
     chunks: int
@@ -96,5 +103,7 @@ class KbReader(Protocol):
     def denied_chunks(self, principal: Principal) -> frozenset[int]: ...
 
     def mentions(self, word: str, principal: Principal) -> bool: ...
+
+    def symbol_reader(self) -> SymbolReader: ...
 
     def close(self) -> None: ...

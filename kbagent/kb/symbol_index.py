@@ -1,4 +1,6 @@
-"""The symbol index of a KB generation: tables in its ``kb.sqlite`` and the lookups.
+"""The symbol index of a KB generation: tables in its ``kb.sqlite`` and the lookups
+(:class:`SymbolIndex`, which reads a PostgreSQL KB's tables the same way:
+:mod:`kbagent.kb.pg.symbols`).
 
 Ingest fills three tables beside ``documents`` (created here, not in the
 store's schema, so a KB made before them stays readable):
@@ -26,14 +28,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kbagent.errors import NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
 from kbagent.kb.models import ExtractedDoc
 from kbagent.kb.store import in_batches
 from kbagent.kb.symbols import GrammarMissing, grammar_for, parse_symbols
+
+# (path, start line, end line, name, kind, qualname, the document's access groups)
+SymbolDef = tuple[str, int, int, str, str, str, list[str]]
+# (path, line, is a call, qualname of the enclosing definition, the document's groups)
+SymbolRef = tuple[str, int, bool, str, list[str]]
 
 VERSION = 1  # manifest["symbol_index"]; bump when what is extracted changes
 MANIFEST_KEY = "symbol_index"
@@ -178,15 +186,83 @@ def _split(symbol: str) -> tuple[str, str]:
     return dotted.rsplit(".", 1)[-1], dotted
 
 
+class SymbolReader(Protocol):
+    """The symbol index's rows in path and line order. A store may leave out rows
+    ``principal`` may not read (PostgreSQL filters in SQL); :class:`SymbolIndex`
+    applies :func:`may_read` to every row itself before any limit."""
+
+    def definitions(self, name: str, principal: Principal) -> Iterable[SymbolDef]: ...
+
+    def references(self, name: str, calls_only: bool, principal: Principal,
+                   limit: int) -> Iterable[SymbolRef]: ...
+
+    def file(self, path: str) -> tuple[int, str | None, list[str]] | None:
+        """(document id, parse error or None if not parsed, access groups)."""
+
+    def outline(self, doc_id: int) -> list[tuple[int, int, str, str, str]]: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+
+class SqliteSymbols:
+    """The symbol tables of a local generation's ``kb.sqlite`` (the
+    :class:`SymbolReader` protocol). Rows come unfiltered;
+    :class:`SymbolIndex` applies the access rule before any limit."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def definitions(self, name: str, principal: Principal) -> Iterator[SymbolDef]:
+        for p, a, b, n, k, q, access in self.conn.execute(
+                "SELECT d.path,s.start_line,s.end_line,s.name,s.kind,s.qualname,d.access "
+                "FROM symbols s JOIN documents d ON d.id=s.doc_id WHERE s.name=? "
+                "ORDER BY d.path,s.start_line,s.id", (name,)):
+            yield p, a, b, n, k, q, json.loads(access)
+
+    def references(self, name: str, calls_only: bool, principal: Principal,
+                   limit: int) -> Iterator[SymbolRef]:
+        row = self.conn.execute("SELECT id FROM symbol_names WHERE name=?", (name,)).fetchone()
+        if row is None:
+            return
+        kinds = (1,) if calls_only else (1, 0)
+        marks = ",".join("?" * len(kinds))
+        for p, ln, c, s, access in self.conn.execute(
+                "SELECT d.path,r.line,r.is_call,COALESCE(s.qualname,''),d.access "
+                "FROM symbol_refs r JOIN documents d ON d.id=r.doc_id "
+                "LEFT JOIN symbols s ON s.id=r.scope_id "
+                f"WHERE r.name_id=? AND r.is_call IN ({marks}) "
+                "ORDER BY d.path,r.line,r.is_call DESC", (row[0], *kinds)):
+            yield p, ln, bool(c), s, json.loads(access)
+
+    def file(self, path: str) -> tuple[int, str | None, list[str]] | None:
+        row = self.conn.execute(
+            "SELECT d.id,f.error,d.access FROM documents d "
+            "LEFT JOIN symbol_files f ON f.doc_id=d.id WHERE d.path=?", (path,)).fetchone()
+        return None if row is None else (int(row[0]), row[1], json.loads(row[2]))
+
+    def outline(self, doc_id: int) -> list[tuple[int, int, str, str, str]]:
+        return [(int(a), int(b), n, k, q) for a, b, n, k, q in self.conn.execute(
+            "SELECT start_line,end_line,name,kind,qualname FROM symbols WHERE doc_id=? "
+            "ORDER BY start_line,end_line DESC,id", (doc_id,))]
+
+    def stats(self) -> dict[str, int]:
+        one = self.conn.execute
+        return {"files": one("SELECT COUNT(*) FROM symbol_files").fetchone()[0],
+                "definitions": one("SELECT COUNT(*) FROM symbols").fetchone()[0],
+                "references": one("SELECT COUNT(*) FROM symbol_refs").fetchone()[0]}
+
+
 class SymbolIndex:
-    """Lookups over one open KB's symbol tables (read-only), as ``principal`` sees them.
+    """Lookups over one open KB's symbol index (read-only), as ``principal`` sees them.
 
-    Every result comes from a document ``principal`` may read (:func:`may_read`, the
-    one rule): definitions, references and their source lines are filtered before any
-    limit is applied, and a file it may not read is answered exactly like a file that
-    is not there (the same :class:`NotFoundError`, the same message)."""
+    The rows come through the KB's store (:meth:`symbol_reader`: the local
+    ``kb.sqlite`` tables, or PostgreSQL's ``kbagent_symbol*`` tables). Every result
+    comes from a document ``principal`` may read (:func:`may_read`, the one rule):
+    definitions, references and their source lines are filtered before any limit is
+    applied, and a file it may not read is answered exactly like a file that is not
+    there (the same :class:`NotFoundError`, the same message)."""
 
-    def __init__(self, kb: Any, principal: Principal = ANONYMOUS) -> None:  # a KnowledgeBase
+    def __init__(self, kb: Any, principal: Principal = ANONYMOUS) -> None:  # a KbReader
         self.kb = kb
         self.principal = principal
         if not has_index(kb.manifest):
@@ -194,14 +270,15 @@ class SymbolIndex:
             raise NoSymbolIndex(
                 f"KB '{kb.name}' has no symbol index (built before code indexing); "
                 f"run: kbagent ingest {source} --kb {kb.name}")
-        self.conn: sqlite3.Connection = kb.store.conn
+        self.rows: SymbolReader = kb.symbol_reader()
         self._lines: dict[str, dict[int, str]] = {}  # path -> line number -> text
-        self._readable: dict[str, bool] = {}  # access column (JSON) -> may_read
+        self._readable: dict[tuple[str, ...], bool] = {}  # document groups -> may_read
 
-    def _may_read(self, access: str) -> bool:
-        if access not in self._readable:
-            self._readable[access] = may_read(self.principal, json.loads(access))
-        return self._readable[access]
+    def _may_read(self, access: list[str]) -> bool:
+        key = tuple(access)
+        if key not in self._readable:
+            self._readable[key] = may_read(self.principal, access)
+        return self._readable[key]
 
     def _line_text(self, path: str, line: int) -> str:
         if path not in self._lines:
@@ -213,10 +290,8 @@ class SymbolIndex:
     def definitions(self, symbol: str, limit: int = 50) -> list[SymbolHit]:
         """Where ``symbol`` (a name or a qualified ``Class.method``) is defined."""
         name, dotted = _split(symbol)
-        rows = [r[:6] for r in self.conn.execute(
-            "SELECT d.path,s.start_line,s.end_line,s.name,s.kind,s.qualname,d.access "
-            "FROM symbols s JOIN documents d ON d.id=s.doc_id WHERE s.name=? "
-            "ORDER BY d.path,s.start_line", (name,)) if self._may_read(r[6])]
+        rows = [r[:6] for r in self.rows.definitions(name, self.principal)
+                if self._may_read(r[6])]
         if dotted != name:
             rows = [r for r in rows if r[5] == dotted or r[5].endswith("." + dotted)]
         return [SymbolHit(self.kb.name, p, a, b, n, k, q, self._line_text(p, a))
@@ -226,18 +301,9 @@ class SymbolIndex:
                    limit: int = 200) -> list[SymbolHit]:
         """Lines that use ``symbol`` (calls first kind in order of file and line)."""
         name, _ = _split(symbol)
-        row = self.conn.execute("SELECT id FROM symbol_names WHERE name=?", (name,)).fetchone()
-        if row is None:
-            return []
-        kinds = (1,) if calls_only else (1, 0)
-        marks = ",".join("?" * len(kinds))
         hits: list[SymbolHit] = []
-        for p, ln, c, s, access in self.conn.execute(
-                "SELECT d.path,r.line,r.is_call,COALESCE(s.qualname,''),d.access "
-                "FROM symbol_refs r JOIN documents d ON d.id=r.doc_id "
-                "LEFT JOIN symbols s ON s.id=r.scope_id "
-                f"WHERE r.name_id=? AND r.is_call IN ({marks}) ORDER BY d.path,r.line",
-                (row[0], *kinds)):
+        for p, ln, c, s, access in self.rows.references(name, calls_only, self.principal,
+                                                        limit):
             if not self._may_read(access):
                 continue
             hits.append(SymbolHit(self.kb.name, p, ln, ln, name, "call" if c else "ref", s,
@@ -254,22 +320,14 @@ class SymbolIndex:
         """Definitions of one file in line order, and its parse problem ('' if none).
         A file the caller may not read raises the same error as a missing one."""
         p = path.strip().lstrip("/")
-        row = self.conn.execute(
-            "SELECT d.id,f.error,d.access FROM documents d "
-            "LEFT JOIN symbol_files f ON f.doc_id=d.id WHERE d.path=?", (p,)).fetchone()
+        row = self.rows.file(p)
         if row is None or not self._may_read(row[2]):
             raise NotFoundError(f"no file '{path}' in KB '{self.kb.name}'")
         if row[1] is None:
             raise NotFoundError(f"'{path}' is not a source file the symbol index parses")
-        rows = self.conn.execute(
-            "SELECT start_line,end_line,name,kind,qualname FROM symbols WHERE doc_id=? "
-            "ORDER BY start_line,end_line DESC", (row[0],)).fetchall()
         return [SymbolHit(self.kb.name, p, a, b, n, k, q, self._line_text(p, a))
-                for a, b, n, k, q in rows], row[1]
+                for a, b, n, k, q in self.rows.outline(row[0])], row[1]
 
     def stats(self) -> dict[str, int]:
         """How many files, definitions and references the index holds."""
-        one = self.conn.execute
-        return {"files": one("SELECT COUNT(*) FROM symbol_files").fetchone()[0],
-                "definitions": one("SELECT COUNT(*) FROM symbols").fetchone()[0],
-                "references": one("SELECT COUNT(*) FROM symbol_refs").fetchone()[0]}
+        return self.rows.stats()

@@ -63,7 +63,7 @@ class KbService:
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
                  principal: Principal = ANONYMOUS, llm: Any = None,
-                 mode: str = AskMode.AUTO) -> None:
+                 mode: AskMode = AskMode.AUTO) -> None:
         self.settings = settings
         self.principal = principal  # the caller when the transport names no one
         self.session = Session(settings, kb_names, mode=mode, llm=llm)
@@ -187,7 +187,7 @@ class KbService:
             raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
         token = token or CancelToken()
         view = self.view(principal)
-        view.mode = mode or self.session.mode
+        view.mode = AskMode(mode) if mode else self.session.mode
         self._waiting(+1)
         try:
             while not self._generation.acquire(timeout=0.05):
@@ -222,12 +222,10 @@ def cancelled(question: str, mode: str) -> m.AskResult:
 
 
 def ask_result(result: Any) -> m.AskResult:
-    refs = [m.Reference(n=c["n"], kb=d["kb"], path=d["path"], start_line=c["start_line"],
-                        end_line=c["end_line"],
-                        where=f"{d['path']}:{c['start_line']}-{c['end_line']}",
-                        uri=document_uri(d["kb"], d["path"]), excerpt=c["excerpt"],
-                        location=c.get("location") or "")
-            for d in result.references for c in d["chunks"]]
+    refs = [m.Reference(n=c.n, kb=c.kb, path=c.path, start_line=c.start_line,
+                        end_line=c.end_line, where=c.where, uri=document_uri(c.kb, c.path),
+                        excerpt=c.excerpt, location=c.location)
+            for c in result.references.chunks()]
     return m.AskResult(question=result.question, answer=result.answer,
                        status=str(result.status), mode=str(result.mode),
                        references=sorted(refs, key=lambda r: r.n), steps=len(result.steps),

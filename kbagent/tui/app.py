@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from kbagent.agent.kinds import AskMode
 from kbagent.errors import KbagentError
 from kbagent.history import History
 from kbagent.kb.access import ANONYMOUS, Principal
@@ -28,6 +29,7 @@ from kbagent.tui.ask import AskScreen
 from kbagent.tui.browse import BrowseScreen
 from kbagent.tui.format import literal
 from kbagent.tui.history_screen import HistoryScreen
+from kbagent.tui.host import Host
 from kbagent.tui.search import SearchScreen
 
 SCREENS_HELP = {
@@ -38,18 +40,7 @@ SCREENS_HELP = {
 }
 
 
-def parse_keymap(spec: str) -> dict[str, str]:
-    """``"ask.submit=ctrl+s;screen.search=f6"`` -> {binding id: keys}."""
-    out: dict[str, str] = {}
-    for part in (spec or "").split(";"):
-        if "=" in part:
-            bid, keys = part.split("=", 1)
-            if bid.strip() and keys.strip():
-                out[bid.strip()] = keys.strip()
-    return out
-
-
-class KbApp(App):
+class KbApp(App[None]):
     """kbagent's terminal UI."""
 
     TITLE = "kbagent"
@@ -67,7 +58,7 @@ class KbApp(App):
     ]
 
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
-                 llm: Any = None, mode: str = "auto", load_llm: bool = True,
+                 llm: Any = None, mode: AskMode = AskMode.AUTO, load_llm: bool = True,
                  timings: bool = True, principal: Principal = ANONYMOUS) -> None:
         super().__init__()
         self.settings = settings
@@ -77,7 +68,7 @@ class KbApp(App):
         self.timings = timings  # off in snapshot tests: no clock-dependent text
         self._load_llm_at_start = load_llm and llm is None
         self.llm_error = ""
-        self.set_keymap(parse_keymap(getattr(settings, "tui_keymap", "")))
+        self.set_keymap(settings.tui_keymap)  # binding id -> keys
 
     # --- start ------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -224,10 +215,16 @@ class KbApp(App):
     def rerun(self, question: str) -> None:
         """Put ``question`` back in the Ask screen's input."""
         self.switch_mode("ask")
-        self.call_after_refresh(lambda: self.screen.set_question(question))
+
+        def put() -> None:
+            screen = self.screen
+            assert isinstance(screen, AskScreen)
+            screen.set_question(question)
+
+        self.call_after_refresh(put)
 
     # --- command palette ----------------------------------------------------
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for mode, help_text in SCREENS_HELP.items():
             yield SystemCommand(f"Go to {mode.title()}", help_text,
@@ -259,6 +256,10 @@ class KbApp(App):
 
         self.session.cancel()
         gc.enable()  # paused during a run (tui/ask.py pause_collector)
+
+
+if TYPE_CHECKING:  # the screens take the app for a Host (tui/host.py): mypy checks it is one
+    _KBAPP_IS_A_HOST: type[Host] = KbApp
 
 
 def code_outline(kb: Any, path: str, principal: Principal) -> list[tuple[int, str, str]]:

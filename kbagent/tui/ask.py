@@ -27,6 +27,7 @@ from kbagent.agent.events import (
 from kbagent.agent.kinds import ErrorKind
 from kbagent.errors import KbagentError
 from kbagent.tui.format import plain, reference_detail
+from kbagent.tui.host import host
 from kbagent.tui.widgets import (
     Badge,
     BadgeRow,
@@ -135,16 +136,12 @@ class Turn(Vertical):
         self.notices.mount(Static(plain(text), classes=f"notice -{kind}"))
 
     def reference(self, n: int) -> dict[str, Any] | None:
-        if self.result is None:
-            return None
-        for doc in self.result.all_references:
-            for c in doc["chunks"]:
-                if c["n"] == n:
-                    return c
-        return None
+        """Reference ``[n]`` of this turn's answer, as the widgets show it."""
+        found = self.result.reference(n) if self.result is not None else None
+        return found.to_json() if found is not None else None
 
 
-class AskScreen(Screen):
+class AskScreen(Screen[None]):
     """Ask questions; watch the agent work; follow citations."""
 
     BINDINGS = [  # noqa: RUF012
@@ -174,14 +171,14 @@ class AskScreen(Screen):
 
     def refresh_cards(self) -> None:
         """Example task cards built from the open KBs (only on an empty conversation)."""
-        from kbagent.session import example_questions
+        from kbagent.session_kbs import example_questions
 
         if self.turns:
             return
         grid = self.query_one("#cards", Grid)
         grid.remove_children()
         try:
-            examples = example_questions(self.app.session.kbs, self.app.session.principal)
+            examples = example_questions(host(self).session.kbs, host(self).session.principal)
         except Exception:  # a broken KB must not break the screen; cards are optional
             examples = []
         grid.mount_all(Card(kind, q, classes="card") for kind, q in examples)
@@ -207,7 +204,7 @@ class AskScreen(Screen):
             return
         if not question:
             return
-        session = self.app.session
+        session = host(self).session
         token = session.prepare_run()  # before the worker: an early Esc is kept
         mode = session.mode
         label = f"{route(' '.join(question.split()))} (auto)" if mode == "auto" else mode
@@ -230,7 +227,7 @@ class AskScreen(Screen):
     def run_agent(self, question: str, previous: Any, token: Any, turn: Turn) -> None:
         """Runs in a thread; only posts messages."""
         try:
-            for ev in self.app.session.ask(question, previous=previous, token=token):
+            for ev in host(self).session.ask(question, previous=previous, token=token):
                 self.post_message(AgentEvent(ev, turn))
         except KbagentError as e:
             self.post_message(RunFailed(str(e), turn))
@@ -241,7 +238,8 @@ class AskScreen(Screen):
     @on(AgentEvent)
     async def show_event(self, message: AgentEvent) -> None:
         ev, turn = message.event, message.turn
-        timings = self.app.timings
+        timings = host(self).timings
+        panel: StepPanel | None
         if isinstance(ev, StepStarted):
             for panel in turn.panels.values():
                 panel.finish()
@@ -284,15 +282,14 @@ class AskScreen(Screen):
             turn.notice(f"✎ {line}", "warning")
         usage = result.usage
         cost = (f" · {usage.budget_tokens} tokens · {usage.wall_ms / 1000:.1f} s"
-                if self.app.timings else "")
+                if host(self).timings else "")
         turn.notice(f"{result.status} · mode {result.mode}{cost}", "status")
-        seen: list[dict[str, Any]] = [c for d in result.references for c in d["chunks"]]
-        seen.sort(key=lambda c: c["n"])
-        await turn.badges.mount_all(Badge(c, classes="badge") for c in seen)
+        seen = sorted(result.references.chunks(), key=lambda c: c.n)
+        await turn.badges.mount_all(Badge(c.to_json(), classes="badge") for c in seen)
         if result.references:
             await turn.refs_box.mount(ReferencesPanel(result.references, classes="refs-tree"))
         self.previous = (result.question, result.answer)
-        self.app.save_result(result)
+        host(self).save_result(result)
         self.end_run()
 
     @on(RunFailed)
@@ -321,12 +318,12 @@ class AskScreen(Screen):
         if ref is None:
             self.notify(f"no reference [{n}] in this answer", severity="warning")
             return
-        check = self.app.reference_check(ref)
+        check = host(self).reference_check(ref)
         shown = ref
         if check is not None and str(check.state) == "moved":  # the lines where it is now
             shown = {**ref, "path": check.now_path, "start_line": check.now_start,
                      "end_line": check.now_end}
-        turn.detail.update(plain(reference_detail(ref, self.app.reference_lines(shown),
+        turn.detail.update(plain(reference_detail(ref, host(self).reference_lines(shown),
                                                    check)))
         turn.detail.add_class("-shown")
 
@@ -344,7 +341,7 @@ class AskScreen(Screen):
                 self.show_reference(turn, int(message.href[4:]))
 
     @on(ReferencesPanel.NodeHighlighted)
-    def ref_highlighted(self, message: ReferencesPanel.NodeHighlighted) -> None:
+    def ref_highlighted(self, message: ReferencesPanel.NodeHighlighted[dict[str, Any]]) -> None:
         data = message.node.data
         if data and "n" in data:
             turn = self._turn_of(message.control)
@@ -352,19 +349,19 @@ class AskScreen(Screen):
                 self.show_reference(turn, int(data["n"]))
 
     @on(ReferencesPanel.NodeSelected)
-    def ref_selected(self, message: ReferencesPanel.NodeSelected) -> None:
+    def ref_selected(self, message: ReferencesPanel.NodeSelected[dict[str, Any]]) -> None:
         data = message.node.data
         if data and "n" in data:
-            self.app.open_reference(data, editor=False)
+            host(self).open_reference(data, editor=False)
 
     @on(ReferencesPanel.Open)
     def ref_open(self, message: ReferencesPanel.Open) -> None:
-        self.app.open_reference(message.ref, editor=message.editor)
+        host(self).open_reference(message.ref, editor=message.editor)
 
     # --- actions --------------------------------------------------------------
     def action_cancel_run(self) -> None:
         if self.running:
-            self.app.session.cancel()
+            host(self).session.cancel()
             self.notify("stopping… the answer will show what was gathered", timeout=3)
 
     def action_new_conversation(self) -> None:

@@ -19,13 +19,14 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.errors import KbagentError
 from kbagent.kb.views import FileViews
 from kbagent.tui.format import plain
+from kbagent.tui.host import host
 
 
 class IngestCancelled(Exception):
     """Raised from the progress callback to stop an ingest (nothing is published)."""
 
 
-class BrowseScreen(Screen):
+class BrowseScreen(Screen[None]):
     """KB info and documents; Enter on a document opens it with its chunk boundaries."""
 
     BINDINGS = [  # noqa: RUF012
@@ -59,7 +60,7 @@ class BrowseScreen(Screen):
         self.reload()
 
     def action_reload(self) -> None:
-        self.app.open_kbs()
+        host(self).open_kbs()
         self.reload()
 
     def reload(self) -> None:
@@ -70,11 +71,11 @@ class BrowseScreen(Screen):
         tree.root.expand()
         info_lines = []
         try:
-            infos = list_all_kbs(self.app.settings)
+            infos = list_all_kbs(host(self).settings)
         except OSError as e:
             infos = []
             info_lines.append(f"cannot list KBs: {e}")
-        open_kbs = {kb.name: kb for kb in self.app.session.kbs}
+        open_kbs = {kb.name: kb for kb in host(self).session.kbs}
         for i in infos:
             if i.error:
                 info_lines.append(f"{i.name}: {i.error}")
@@ -85,7 +86,7 @@ class BrowseScreen(Screen):
                 with contextlib.suppress(KbagentError):
                     kb.refresh()  # follow a generation published since (ingest, --watch)
             if kb is not None:  # counts of what the session's principal may read
-                docs, chunks = kb.store.visible_counts(self.app.session.principal)
+                docs, chunks = kb.store.visible_counts(host(self).session.principal)
                 info_lines.append(f"{i.name}: {docs} documents, {chunks} chunks, "
                                   f"{i.embedding_model}, last ingest {when}")
             else:
@@ -95,7 +96,7 @@ class BrowseScreen(Screen):
                 node.add_leaf("(not open in this session; Ctrl+O reloads)")
                 continue
             folders: dict[str, Any] = {"": node}
-            for path in FileViews(kb, self.app.session.principal).paths():
+            for path in FileViews(kb, host(self).session.principal).paths():
                 parent = ""
                 parts = path.split("/")
                 for part in parts[:-1]:
@@ -109,10 +110,10 @@ class BrowseScreen(Screen):
         self.query_one("#kb-info", Static).update(plain("\n".join(info_lines)))
 
     @on(Tree.NodeSelected, "#kb-tree")
-    def open_doc(self, event: Tree.NodeSelected) -> None:
+    def open_doc(self, event: Tree.NodeSelected[dict[str, Any]]) -> None:
         data = event.node.data
         if data and "path" in data:
-            self.app.open_document(data["kb"], data["path"], None, chunks=True)
+            host(self).open_document(data["kb"], data["path"], None, chunks=True)
 
     # --- ingest -----------------------------------------------------------------
     def action_focus_ingest(self) -> None:
@@ -156,7 +157,7 @@ class BrowseScreen(Screen):
             self.app.call_from_thread(self.show_progress, labels.get(phase, phase), done, total)
 
         try:
-            report = Ingestor(self.app.settings, name, progress=progress).run(folder)
+            report = Ingestor(host(self).settings, name, progress=progress).run(folder)
         except IngestCancelled:
             self.app.call_from_thread(self.ingest_done, f"cancelled; KB '{name}' is unchanged")
         except KbagentError as e:
@@ -180,10 +181,10 @@ class BrowseScreen(Screen):
         self.query_one("#ingest-status", Static).update(plain(message))
         self.notify(message, title="Ingest", severity="error" if error else "information")
         if name:
-            session = self.app.session
+            session = host(self).session
             if session.kb_names and name not in session.kb_names:
                 session.kb_names.append(name)
-            self.app.open_kbs()
+            host(self).open_kbs()
             self.reload()
 
     @on(Button.Pressed, "#ingest-cancel")

@@ -14,10 +14,11 @@ from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kbagent.tui.format import plain
+from kbagent.tui.host import host
 from kbagent.tui.widgets import DocumentView
 
 
-class DocumentScreen(Screen):
+class DocumentScreen(Screen[None]):
     """Shows one stored document; Esc goes back, e opens it in $EDITOR."""
 
     BINDINGS = [  # noqa: RUF012
@@ -71,4 +72,4 @@ class DocumentScreen(Screen):
 
     def action_editor(self) -> None:
         line = self.highlight[0] if self.highlight else 1
-        self.app.open_in_editor({"kb": self.kb, "path": self.path, "start_line": line})
+        host(self).open_in_editor({"kb": self.kb, "path": self.path, "start_line": line})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,9 +14,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Markdown, Static
 
+from kbagent.agent.records import References
 from kbagent.errors import KbagentError
 from kbagent.safe_text import clean
 from kbagent.tui.format import check_note, excerpt, plain
+from kbagent.tui.host import host
 from kbagent.tui.widgets import ReferencesPanel, answer_markdown
 
 
@@ -41,7 +44,7 @@ class Confirm(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
-class HistoryEntryScreen(Screen):
+class HistoryEntryScreen(Screen[None]):
     """One past answer, from the history only (no LLM call)."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="entry.back"),  # noqa: RUF012
@@ -66,32 +69,33 @@ class HistoryEntryScreen(Screen):
             md = "".join(answer_markdown(x["text"] + " ", x.get("supported"))
                          for x in res.get("sentences", [])) or clean(e.answer)
             yield Markdown(md, open_links=False, classes="answer")
-            checks = self.app.answer_checks(res)
+            checks = host(self).answer_checks(res)
             stale = [c for c in checks.values() if c.stale]
             if stale:
                 yield Static("\n".join(["⚠ the sources changed since this answer:"] + [
                     f"[{c.n}] {c.path}:{c.start_line}-{c.end_line}: {check_note(c)[2:]}"
                     for c in stale]), classes="stale-sources", markup=False)
             if res.get("references"):
-                yield ReferencesPanel(res["references"], checks, classes="refs-tree")
+                yield ReferencesPanel(References.from_json(res["references"]), checks,
+                                      classes="refs-tree")
         yield Footer()
 
     def action_rerun(self) -> None:
         self.app.pop_screen()
-        self.app.rerun(self.entry.question)
+        host(self).rerun(self.entry.question)
 
     @on(ReferencesPanel.NodeSelected)
-    def open_ref(self, message: ReferencesPanel.NodeSelected) -> None:
+    def open_ref(self, message: ReferencesPanel.NodeSelected[dict[str, Any]]) -> None:
         data = message.node.data
         if data and "n" in data:
-            self.app.open_reference(data)
+            host(self).open_reference(data)
 
     @on(ReferencesPanel.Open)
     def ref_open(self, message: ReferencesPanel.Open) -> None:
-        self.app.open_reference(message.ref, editor=message.editor)
+        host(self).open_reference(message.ref, editor=message.editor)
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(Screen[None]):
     BINDINGS = [  # noqa: RUF012
         Binding("r", "rerun", "Re-run", id="history.rerun"),
         Binding("d", "delete", "Delete", id="history.delete"),
@@ -109,7 +113,8 @@ class HistoryScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Input(placeholder="search past questions and answers…", id="history-search")
-        table: DataTable = DataTable(id="history", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="history", cursor_type="row",
+                                                 zebra_stripes=True)
         table.add_columns("when", "question", "status", "answer")
         yield table
         yield Footer()
@@ -124,30 +129,33 @@ class HistoryScreen(Screen):
     def reload(self) -> None:
         search = self.query_one("#history-search", Input).value
         try:
-            self.entries = self.app.history.list(search)
+            self.entries = host(self).history.list(search)
         except KbagentError as e:
             self.entries = []
             self.notify(str(e), title="History", severity="error")
         table = self.query_one("#history", DataTable)
         table.clear()
-        for e in self.entries:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.asked_at)) \
-                if self.app.timings else "—"
-            table.add_row(when, plain(excerpt(e.question, 50)), self._status(e),
-                          plain(excerpt(e.answer, 60)), key=str(e.id))
+        for entry in self.entries:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.asked_at)) \
+                if host(self).timings else "—"
+            table.add_row(when, plain(excerpt(entry.question, 50)), self._status(entry),
+                          plain(excerpt(entry.answer, 60)), key=str(entry.id))
 
     def _status(self, e: Any) -> str:
         """The entry's status, marked when a cited source changed since the answer."""
-        from kbagent.kb.knowledge_base import current_generation
+        from kbagent.kb.knowledge_base import KnowledgeBase, current_generation
 
-        key = (e.id, tuple(current_generation(kb.dir) or "" for kb in self.app.session.kbs))
+        # a local KB's generation published on disk now; a PostgreSQL KB's open stamp
+        gens = tuple((current_generation(kb.dir) or "") if isinstance(kb, KnowledgeBase)
+                     else kb.generation for kb in host(self).session.kbs)
+        key = (e.id, gens)
         if key not in self._marks:
             self._marks[key] = self._check(e)
         return self._marks[key]
 
     def _check(self, e: Any) -> str:
         try:
-            checks = self.app.answer_checks(self.app.history.get(e.id).result)
+            checks = host(self).answer_checks(host(self).history.get(e.id).result)
         except KbagentError:
             return str(e.status)
         stale = [c for c in checks.values() if c.stale]
@@ -177,14 +185,14 @@ class HistoryScreen(Screen):
         if e is None:
             return
         try:
-            self.app.push_screen(HistoryEntryScreen(self.app.history.get(e.id)))
+            self.app.push_screen(HistoryEntryScreen(host(self).history.get(e.id)))
         except KbagentError as err:
             self.notify(str(err), title="History", severity="error")
 
     def action_rerun(self) -> None:
         e = self._current()
         if e is not None:
-            self.app.rerun(e.question)
+            host(self).rerun(e.question)
 
     def action_delete(self) -> None:
         e = self._current()
@@ -193,7 +201,7 @@ class HistoryScreen(Screen):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.app.history.delete(e.id)
+                host(self).history.delete(e.id)
                 self.reload()
 
         self.app.push_screen(Confirm(f"Delete “{excerpt(e.question, 60)}”?"), done)
@@ -201,7 +209,7 @@ class HistoryScreen(Screen):
     def action_clear(self) -> None:
         def done(yes: bool | None) -> None:
             if yes:
-                n = self.app.history.clear()
+                n = host(self).history.clear()
                 self.notify(f"{n} questions deleted")
                 self.reload()
 

@@ -9,7 +9,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, SelectionList
 
+from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.session import MODES, TOOL_SETS
+from kbagent.tui.host import host
 
 
 class OptionsScreen(ModalScreen[None]):
@@ -18,8 +20,9 @@ class OptionsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         from kbagent.kb.stores import list_all_kbs
 
-        s = self.app.session
-        names = [i.name for i in list_all_kbs(self.app.settings) if not i.error]
+        app = host(self)
+        s = app.session
+        names = [i.name for i in list_all_kbs(app.settings) if not i.error]
         chosen = set(s.kb_names or [kb.name for kb in s.kbs])
         with VerticalScroll(id="options"):
             yield Label("Knowledge bases")
@@ -30,12 +33,12 @@ class OptionsScreen(ModalScreen[None]):
             yield Select([(t, t) for t in TOOL_SETS], value=s.tools, allow_blank=False,
                          id="opt-tools")
             yield Label("Max steps")
-            yield Input(str(s.max_steps or self.app.settings.max_steps), id="opt-steps",
+            yield Input(str(s.max_steps or app.settings.max_steps), id="opt-steps",
                         type="integer")
             yield Label("Model (GGUF path or 'bundled')")
-            yield Input(self.app.settings.llm_model, id="opt-model")
+            yield Input(app.settings.llm_model, id="opt-model")
             yield Label("or server URL (OpenAI-compatible)")
-            yield Input(self.app.settings.llm_url, id="opt-url")
+            yield Input(app.settings.llm_url, id="opt-url")
             with Horizontal():
                 yield Button("Apply", id="opt-apply", variant="primary")
                 yield Button("Close", id="opt-close")
@@ -46,7 +49,8 @@ class OptionsScreen(ModalScreen[None]):
 
     @on(Button.Pressed, "#opt-apply")
     def apply(self) -> None:
-        app, s = self.app, self.app.session
+        app = host(self)
+        s = app.session
         try:
             steps = int(self.query_one("#opt-steps", Input).value or 0)
             if not 1 <= steps <= 50:
@@ -54,8 +58,8 @@ class OptionsScreen(ModalScreen[None]):
         except ValueError:
             self.notify("max steps must be 1 to 50", severity="error")
             return
-        s.mode = str(self.query_one("#opt-mode", Select).value)
-        s.tools = str(self.query_one("#opt-tools", Select).value)
+        s.mode = AskMode(str(self.query_one("#opt-mode", Select).value))
+        s.tools = ToolSet(str(self.query_one("#opt-tools", Select).value))
         s.max_steps = steps
         kbs = list(self.query_one("#opt-kbs", SelectionList).selected)
         if kbs != s.kb_names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbagent.errors import KbagentError
 from kbagent.tui.format import excerpt, plain
+from kbagent.tui.host import host
 
 DEBOUNCE_S = 0.25
 
@@ -24,7 +26,7 @@ class SearchDone(Message):
         self.query, self.result, self.error = query, result, error
 
 
-class SearchScreen(Screen):
+class SearchScreen(Screen[None]):
     """Type to search every open KB (BM25 + vectors, fused by RRF)."""
 
     BINDINGS = [  # noqa: RUF012
@@ -41,7 +43,8 @@ class SearchScreen(Screen):
         yield Header()
         yield Input(placeholder="Search the knowledge bases…", id="query")
         yield Static("Type to search; Enter on a result opens it at its lines.", id="status")
-        table: DataTable = DataTable(id="results", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="results", cursor_type="row",
+                                                 zebra_stripes=True)
         table.add_columns("#", "where", "score", "bm25", "vector", "excerpt")
         yield table
         yield Footer()
@@ -74,7 +77,7 @@ class SearchScreen(Screen):
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: str) -> None:
         try:
-            result = self.app.session.search(query, k=20)
+            result = host(self).session.search(query, k=20)
         except KbagentError as e:
             self.post_message(SearchDone(query, None, str(e)))
         except Exception as e:  # never a traceback on screen
@@ -94,7 +97,7 @@ class SearchScreen(Screen):
         self.hits, self.searched = result.hits, message.query
         table = self.query_one("#results", DataTable)
         table.clear()
-        multi = len(self.app.session.kbs) > 1
+        multi = len(host(self).session.kbs) > 1
         for i, h in enumerate(result.hits, 1):
             where = (f"{h.kb}:" if multi else "") + f"{h.path}:{h.start_line}-{h.end_line}"
             table.add_row(str(i), plain(where), f"{h.score:.4f}", f"#{h.bm25_rank}"
@@ -108,4 +111,4 @@ class SearchScreen(Screen):
         i = int(event.row_key.value or 0) - 1
         if 0 <= i < len(self.hits):
             h = self.hits[i]
-            self.app.open_document(h.kb, h.path, (h.start_line, h.end_line))
+            host(self).open_document(h.kb, h.path, (h.start_line, h.end_line))

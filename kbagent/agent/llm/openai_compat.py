@@ -24,6 +24,7 @@ from typing import Any
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Request, apply_stop
 from kbagent.agent.llm.http_stream import ReadGuard, open_guarded
 from kbagent.errors import BackendError, BadInputError
+from kbagent.settings import Settings
 from kbagent.text import shorten
 
 # how vLLM, llama-server, Ollama and OpenAI word a request that does not fit
@@ -48,7 +49,7 @@ class OpenAICompatLLM(LLM):
         self.supports_grammar = True  # until the server says otherwise
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OpenAICompatLLM:
+    def from_settings(cls, settings: Settings) -> OpenAICompatLLM:
         return cls(settings.llm_url, settings.llm_server_model,
                    os.environ.get(settings.llm_api_key_env, ""), settings.temperature,
                    settings.seed, context_length=settings.n_ctx)

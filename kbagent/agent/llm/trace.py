@@ -37,15 +37,14 @@ from kbagent.agent.events import (
     Event,
     Final,
     Observation,
-    StepRecord,
     StepStarted,
     ThoughtDelta,
-    Usage,
 )
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.errors import BadInputError, NotFoundError
 from kbagent.jsonl import numbered_jsonl
 from kbagent.kb.file_modes import open_private, private_dir
+from kbagent.settings import Settings
 
 TRACE_VERSION = 1
 _EVENT_TYPES: dict[str, type[Event]] = {
@@ -54,15 +53,14 @@ _EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
-def settings_dict(settings: Any) -> dict[str, Any]:
-    """Every setting as JSON-safe values (paths as strings)."""
-    return {f.name: (str(v) if isinstance(v := getattr(settings, f.name), Path) else v)
-            for f in dataclasses.fields(settings)}
+def settings_dict(settings: Settings) -> dict[str, Any]:
+    """Every setting as JSON-safe values (paths and enums as strings)."""
+    return settings.model_dump(mode="json")
 
 
-def llm_identity(llm: Any, settings: Any) -> dict[str, Any]:
+def llm_identity(llm: Any, settings: Settings) -> dict[str, Any]:
     """Which model answered: enough to load the same one again."""
-    if getattr(settings, "llm_url", ""):
+    if settings.llm_url:
         return {"backend": "openai", "url": settings.llm_url,
                 "model": settings.llm_server_model, "name": getattr(llm, "name", "")}
     path = getattr(llm, "path", None)
@@ -94,7 +92,7 @@ class TraceWriter:
             self._f.flush()
 
     def header(self, *, question: str, kbs: Iterable[Any], mode: str, tools: str,
-               settings: Any, llm: Any, principal: Any = None) -> None:
+               settings: Settings, llm: Any, principal: Any = None) -> None:
         from kbagent import __version__
 
         self.write({
@@ -110,13 +108,14 @@ class TraceWriter:
     def event(self, ev: Event) -> None:
         data = ev.to_dict()
         if isinstance(ev, Final):
-            data["all_references"] = ev.result.all_references
+            data["all_references"] = ev.result.all_references.to_json()
         self.write({"kind": "event", "t_ms": self.ms(), "event": data})
 
     def end(self, result: AgentResult | None, status: str = "") -> None:
         self.write({"kind": "end", "t_ms": self.ms(),
                     "status": result.status if result else status,
-                    "answer": result.answer if result else ""})
+                    "answer": result.answer if result else "",
+                    "short_answer": result.short_answer if result else ""})
 
     def close(self) -> None:
         with self._lock:
@@ -177,16 +176,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
 
 
 def result_from_dict(d: dict[str, Any]) -> AgentResult:
-    usage = {k: v for k, v in d.get("usage", {}).items() if k != "budget_tokens"}
-    return AgentResult(
-        question=d["question"], answer=d["answer"], mode=d["mode"], status=d["status"],
-        steps=[StepRecord(**s) for s in d.get("steps", [])],
-        references=d.get("references", []),
-        all_references=d.get("all_references") or d.get("references", []),
-        unsupported=d.get("unsupported", []), sentences=d.get("sentences", []),
-        usage=Usage(**usage), stop_reason=d.get("stop_reason", ""), kbs=d.get("kbs", []),
-        abstained=bool(d.get("abstained", False)), repairs=d.get("repairs", []),
-    )
+    return AgentResult.from_json(d)
 
 
 def event_from_dict(d: dict[str, Any]) -> Event:

@@ -12,13 +12,14 @@ from typing import Any
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Action, Event, Observation
+from kbagent.agent.kinds import ToolName
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.run import prompts
-from kbagent.agent.run.harness_steps import call_key, search_args
+from kbagent.agent.run.harness_steps import search_call
 from kbagent.agent.run.react import ParsedStep
 from kbagent.agent.run.search_memory import follow_up_instead, repeated_search
 from kbagent.agent.run.state import AgentConfig, RunState, StepDone, record_step
-from kbagent.agent.tools.base import ToolOutput
+from kbagent.agent.tools.base import ToolCall, ToolOutput
 from kbagent.agent.tools.schema import ArgumentError, example_args, validate
 from kbagent.agent.tools.toolset import run_tool
 
@@ -45,21 +46,21 @@ def _checked(s: RunState, parsed: ParsedStep) -> tuple[dict[str, Any], ToolOutpu
 def act(s: RunState, cfg: AgentConfig, cancel: CancelToken, step: int, parsed: ParsedStep,
         text: str, completion: Completion, started: float) -> Iterator[Event]:
     """Carry out the Action of loop step ``step`` (``text``: what the model wrote)."""
-    name = parsed.action or ""
     thought = parsed.thought
     cached, tool_ms = False, 0.0
     args, out = _checked(s, parsed)
+    call = ToolCall(parsed.action or "", args)
     if out is None:
-        follow = follow_up_instead(s, name, args)
+        follow = follow_up_instead(s, call)
         if follow is not None:  # the harness's query, shown as such
             s.followups += 1
-            thought = prompts.followup_thought(str(args["query"]), follow)
-            name, args = "kb_search", search_args(follow, cfg.rag_top_k)
-            text = prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT, name, args)
+            thought = prompts.followup_thought(str(call.args["query"]), follow)
+            call = search_call(follow, cfg.rag_top_k)
+            text = prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT, call.name, call.args)
+    name, args = call.name, call.args
     yield Action(step, name, args, thought)
     if out is None:
-        key = call_key(name, args)
-        earlier = s.calls.get(key) or repeated_search(s, name, args)
+        earlier = s.calls.get(call) or repeated_search(s, call)
         if earlier:
             cached = True
             s.repeats += 1
@@ -72,8 +73,8 @@ def act(s: RunState, cfg: AgentConfig, cancel: CancelToken, step: int, parsed: P
             out = ToolOutput("Cancelled by the user.", "skipped: cancelled", ok=False)
         else:
             out, tool_ms = run_tool(s.tools[name], s.ctx, args)
-            s.calls[key] = step
-            if name == "calculate" and out.ok:
+            s.calls[call] = step
+            if name == ToolName.CALCULATE and out.ok:
                 s.notes.append(out.text)
     if not cached:
         s.repeats = 0

@@ -4,7 +4,6 @@ answer that repeats itself or one that runs past the answer's token budget."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 
 from kbagent.agent.cancel import CancelToken
@@ -44,17 +43,17 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             if cancel.is_set():
                 aborted = "cancelled"
                 break
-            if time.perf_counter() > hard_deadline:
+            if s.clock.perf_counter() > hard_deadline:
                 aborted = "time limit"
                 break
-            t0 = time.perf_counter()
+            t0 = s.clock.perf_counter()
             try:
                 piece = next(gen)
             except StopIteration as stop:
                 completion = stop.value
                 break
             finally:
-                llm_s += time.perf_counter() - t0
+                llm_s += s.clock.perf_counter() - t0
             thought, answer = streamer.feed(piece)
             if thought:
                 yield ThoughtDelta(step, thought)
@@ -73,7 +72,7 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
         if cancel.cancelled and not cut:
             aborted, completion = "cancelled", None  # a backend that stopped on the token
         elif (completion is not None and completion.finish_reason == FinishReason.ABORTED
-              and time.perf_counter() >= hard_deadline):
+              and s.clock.perf_counter() >= hard_deadline):
             # a backend that gave up at the deadline (a read blocked on a stalled server):
             # what it cost is counted, the step ends as a time limit
             s.count(completion)
@@ -82,9 +81,9 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             aborted, completion = "time limit", None
     finally:
         if completion is None:
-            t0 = time.perf_counter()
+            t0 = s.clock.perf_counter()
             gen.close()
-            llm_s += time.perf_counter() - t0
+            llm_s += s.clock.perf_counter() - t0
         s.usage.llm_ms += llm_s * 1000
     if completion is None:
         partial = getattr(llm, "last_usage", None)  # what the stopped call cost

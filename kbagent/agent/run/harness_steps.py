@@ -8,17 +8,15 @@ questions, a search per part or operand of a decomposed question, and the
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Generator
 from typing import Any
 
 from kbagent.agent.events import Action, Event, Observation, StepStarted
-from kbagent.agent.kinds import StepKind, ToolSet
+from kbagent.agent.kinds import StepKind, ToolName, ToolSet
 from kbagent.agent.llm.base import Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.state import RunState, StepDone, record_step
-from kbagent.agent.tools.base import ToolOutput
+from kbagent.agent.tools.base import ToolCall, ToolOutput
 from kbagent.agent.tools.toolset import registry, run_tool
 
 MAX_QUERY_CHARS = 300
@@ -29,15 +27,16 @@ def search_args(query: str, top_k: int) -> dict[str, Any]:
     return {"query": query[:MAX_QUERY_CHARS], "top_k": top_k}
 
 
-def call_key(name: str, args: dict[str, Any]) -> tuple[str, str]:
-    """How a tool call is remembered in ``RunState.calls`` (repeats are served from it)."""
-    return name, json.dumps(args, sort_keys=True)
+def search_call(query: str, top_k: int) -> ToolCall:
+    """The ``kb_search`` call for ``query``."""
+    return ToolCall(ToolName.KB_SEARCH, search_args(query, top_k))
 
 
-def tool_step(s: RunState, step: int, name: str, args: dict[str, Any],
+def tool_step(s: RunState, step: int, call: ToolCall,
               thought: str) -> Generator[Event, None, ToolOutput]:
     """Run one tool call as a step of its own; its output."""
-    started = time.perf_counter()
+    started = s.clock.perf_counter()
+    name, args = call.name, call.args
     yield StepStarted(step, kind=StepKind.RETRIEVAL)
     yield Action(step, name, args, thought)
     tool = s.tools.get(name) or registry(ToolSet.FULL)[name]
@@ -47,26 +46,25 @@ def tool_step(s: RunState, step: int, name: str, args: dict[str, Any],
                                         tool_ms), None, started)
     yield Observation(step, name, out.summary, out.text, out.ok, out.citations,
                       out.sources, False, 0, rec.ms, tool_ms)
-    s.calls[call_key(name, args)] = step
+    s.calls[call] = step
     return out
 
 
 def search_step(s: RunState, step: int, query: str, thought: str, top_k: int
                 ) -> Generator[Event, None, ToolOutput]:
     """A search the harness makes (the question, a part of it, an operand)."""
-    return (yield from tool_step(s, step, "kb_search", search_args(query, top_k), thought))
+    return (yield from tool_step(s, step, search_call(query, top_k), thought))
 
 
 def followup_step(s: RunState, step: int, query: str, top_k: int,
                   max_steps: int) -> Generator[Event, None, None]:
     """A follow-up search the harness makes in the loop; the model sees it as a step
     of the conversation."""
-    args = search_args(query, top_k)
-    out = yield from tool_step(s, step, "kb_search", args,
-                               prompts.harness_followup_thought(query))
+    call = search_call(query, top_k)
+    out = yield from tool_step(s, step, call, prompts.harness_followup_thought(query))
     s.messages += [
         Message("assistant", prompts.action_text(prompts.FOLLOWUP_STEP_THOUGHT,
-                                                 "kb_search", args)),
+                                                 call.name, call.args)),
         Message("user", prompts.observation_message(out.text, step, max_steps)),
     ]
 
@@ -74,7 +72,7 @@ def followup_step(s: RunState, step: int, query: str, top_k: int,
 def calculate_step(s: RunState, step: int, expr: str) -> Generator[Event, None, str | None]:
     """Compute ``expr`` with the ``calculate`` tool; its result, or None if the
     calculator refused it. The result joins the notes the final turn is shown."""
-    out = yield from tool_step(s, step, "calculate", {"expression": expr},
+    out = yield from tool_step(s, step, ToolCall(ToolName.CALCULATE, {"expression": expr}),
                                "I will compute it from the figures found.")
     if not out.ok:
         return None

@@ -12,7 +12,6 @@ turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
@@ -30,12 +29,13 @@ from kbagent.agent.events import (
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
+    SEARCH_TOOLS,
     AskMode,
     ErrorKind,
     SearchFirst,
     Status,
     StepKind,
-    ToolSet,
+    ToolName,
     TurnEnd,
 )
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
@@ -45,7 +45,7 @@ from kbagent.agent.run.act import act
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import generate
-from kbagent.agent.run.harness_steps import call_key, followup_step, search_args, search_step
+from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
@@ -55,12 +55,13 @@ from kbagent.agent.run.react import (
 from kbagent.agent.run.router import route
 from kbagent.agent.run.search_memory import (
     MAX_FOLLOWUPS,
-    SEARCH_TOOLS,
     only_harness_searched,
     pending_followups,
 )
 from kbagent.agent.run.state import (
+    SYSTEM_CLOCK,
     AgentConfig,
+    Clock,
     RunState,
     StepDone,
     final_sources,
@@ -71,9 +72,9 @@ from kbagent.agent.tools.base import ToolContext
 from kbagent.agent.tools.toolset import registry
 from kbagent.errors import BackendError, BadInputError
 from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.provenance import stamp_references
 from kbagent.kb.search import HybridSearcher
+from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
@@ -84,20 +85,13 @@ MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 class Agent:
     """Answer questions over a fixed set of KBs with one LLM backend."""
 
-    def __init__(self, llm: LLM, kbs: list[KnowledgeBase], config: AgentConfig | None = None,
+    def __init__(self, llm: LLM, kbs: list[KbReader], config: AgentConfig | None = None,
                  *, searcher: HybridSearcher | None = None,
-                 principal: Principal = ANONYMOUS) -> None:
+                 principal: Principal = ANONYMOUS, clock: Clock = SYSTEM_CLOCK) -> None:
         self.llm = llm
+        self.clock = clock  # every run's deadline and timings (tests pass their own)
         self.kbs = {kb.name: kb for kb in kbs}
-        self.config = config or AgentConfig()
-        if self.config.mode not in tuple(AskMode):
-            raise BadInputError(f"unknown mode {self.config.mode!r} (choose from "
-                                f"{', '.join(AskMode)})")
-        if self.config.search_first not in tuple(SearchFirst):
-            raise BadInputError(f"unknown search_first {self.config.search_first!r} "
-                                "(question, model or off)")
-        if self.config.tools not in tuple(ToolSet):
-            raise BadInputError(f"unknown tool set {self.config.tools!r} (knowledge or full)")
+        self.config = config or AgentConfig()  # its mode, tools, search_first: enums
         self.searcher = searcher or HybridSearcher(kbs)
         self.principal = principal  # fixed for this agent: no text can change it
         self._cancel = CancelToken()
@@ -121,8 +115,8 @@ class Agent:
         try:
             for ev in run:
                 if isinstance(ev, Final):  # references record what they cited (hashes)
-                    stamp_references(self.kbs, ev.result.references)
-                    stamp_references(self.kbs, ev.result.all_references)
+                    stamp_references(self.kbs, ev.result.references.chunks())
+                    stamp_references(self.kbs, ev.result.all_references.chunks())
                 yield ev
         finally:
             run.close()
@@ -131,20 +125,21 @@ class Agent:
 
     def _run(self, question: str) -> Generator[Event, None, None]:
         cfg = self.config
-        mode = route(question) if cfg.mode == AskMode.AUTO else AskMode(cfg.mode)
+        mode = route(question) if cfg.mode == AskMode.AUTO else cfg.mode
         if mode != AskMode.DIRECT and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
                           principal=self.principal)
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
-        now = time.perf_counter()
+        now = self.clock.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
-                                similar=self._similar)
+                               similar=self._similar)
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
-                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit)
+                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
+                     clock=self.clock)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -206,7 +201,7 @@ class Agent:
             return f"step limit of {cfg.max_steps} reached"
         if s.usage.budget_tokens >= cfg.token_budget:
             return f"token budget of {cfg.token_budget} used"
-        if time.perf_counter() > s.deadline:
+        if s.clock.perf_counter() > s.deadline:
             return f"time limit of {cfg.time_limit:g}s reached"
         return ""
 
@@ -216,7 +211,7 @@ class Agent:
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", prompts.question_message(s.question))]
         step = 0
-        if cfg.search_first == SearchFirst.QUESTION and "kb_search" in s.tools:
+        if cfg.search_first == SearchFirst.QUESTION and ToolName.KB_SEARCH in s.tools:
             step = 1
             out = yield from search_step(s, step, s.question, prompts.RAG_THOUGHT, cfg.rag_top_k)
             # the results join the question: no step written for the model to copy
@@ -243,16 +238,16 @@ class Agent:
                 yield from self._final_turn(s, step + 1, reason)
                 return
             step += 1
-            started = time.perf_counter()
+            started = s.clock.perf_counter()
             yield StepStarted(step, kind=StepKind.LLM)
             first_search = (cfg.search_first == SearchFirst.MODEL and step == 1
-                            and "kb_search" in s.tools)
+                            and ToolName.KB_SEARCH in s.tools)
             # a multi-hop question gets one search beyond the harness's before an answer
             follow_first = (only_harness_searched(s, self.config.search_first)
                             and bool(pending_followups(s)))
             allowed_tools = s.tools
             if first_search:
-                allowed_tools = {"kb_search": s.tools["kb_search"]}
+                allowed_tools = {ToolName.KB_SEARCH: s.tools[ToolName.KB_SEARCH]}
             elif follow_first:
                 allowed_tools = {n: t for n, t in s.tools.items() if n in SEARCH_TOOLS}
             grammar = step_grammar(allowed_tools, allow_final=not (first_search or follow_first),
@@ -329,7 +324,7 @@ class Agent:
         if s.stalled:
             yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
             return True
-        started = time.perf_counter()
+        started = s.clock.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
         s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]
         completion, _, ended = yield from self._turn(s, step, None,
@@ -349,8 +344,8 @@ class Agent:
         if not fallback:
             s.mode = AskMode.RAG
         step = len(s.steps)
-        searched = call_key("kb_search", search_args(s.question, self.config.rag_top_k))
-        if searched not in s.calls:  # a fallback after the harness's first search skips it
+        # a fallback after the harness's first search skips it
+        if search_call(s.question, self.config.rag_top_k) not in s.calls:
             step += 1
             yield from search_step(s, step, s.question, prompts.RAG_THOUGHT,
                                    self.config.rag_top_k)
@@ -363,7 +358,7 @@ class Agent:
         """Small talk: answer with no retrieval and no tools. A grounded run answers
         small talk and questions about kbagent itself from facts (kbagent/agent/run/about.py)
         rather than the model's guess."""
-        started = time.perf_counter()
+        started = s.clock.perf_counter()
         yield StepStarted(1, kind=StepKind.ANSWER)
         facts = SelfFacts(list(self.kbs), str(getattr(self.llm, "name", "unknown")),
                           bool(getattr(self.llm, "local", False)))

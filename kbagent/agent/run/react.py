@@ -69,8 +69,12 @@ class ProtocolError(ValueError):
     """The model's reply is not a valid step; the message says what to fix."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ParsedStep:
+    """One reply of the model: its Thought, then either an Action (the tool's name,
+    its Action Input as a JSON object, or why the input could not be read) or the
+    Final Answer."""
+
     thought: str
     action: str | None = None
     args: dict[str, Any] | None = None
@@ -107,17 +111,14 @@ def parse_step(text: str) -> ParsedStep:
     final = _FINAL.search(text)
     action = _ACTION.search(text)
     if action and (not final or action.start() < final.start()):
-        step = ParsedStep(thought, action=action.group(1))
         rest = text[action.end():]
         inp = _INPUT.search(rest)
+        args: Any
         if inp is None:
-            step.args, step.args_error = {}, None if rest.strip() == "" else (
-                "missing 'Action Input:' line")
-            if rest.strip() == "":
-                step.args_error = None
+            args, error = {}, None if rest.strip() == "" else "missing 'Action Input:' line"
         else:
-            step.args, step.args_error = _first_json_object(rest[inp.end():])
-        return step
+            args, error = _first_json_object(rest[inp.end():])
+        return ParsedStep(thought, action=action.group(1), args=args, args_error=error)
     if final:
         return ParsedStep(thought, final=final.group(1).strip())
     raise ProtocolError("reply has neither 'Action:' nor 'Final Answer:'")

@@ -5,20 +5,17 @@ search repeats, nearly repeats or pastes what it already has."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from kbagent.agent.kinds import SearchFirst
+from kbagent.agent.kinds import SEARCH_TOOLS, SearchFirst, ToolName
 from kbagent.agent.run.hops import Hit, copied, followups, near_duplicate, title_of
 from kbagent.agent.run.state import RunState
+from kbagent.agent.tools.base import ToolCall
 
-SEARCH_TOOLS = ("kb_search", "kb_semantic_search")
 MAX_FOLLOWUPS = 2  # follow-up searches the harness makes for a model that repeats itself
 
 
 def searched(s: RunState) -> list[str]:
     """The queries searched so far, in order."""
-    return [str(json.loads(a).get("query", "")) for (n, a) in s.calls if n in SEARCH_TOOLS]
+    return [str(c.args.get("query", "")) for c in s.calls if c.name in SEARCH_TOOLS]
 
 def pending_followups(s: RunState) -> list[str]:
     """Follow-up queries :mod:`~kbagent.agent.run.hops` proposes from the hits so
@@ -29,28 +26,29 @@ def pending_followups(s: RunState) -> list[str]:
 def only_harness_searched(s: RunState, search_first: str) -> bool:
     """The harness's question search is the only step so far."""
     return (search_first == SearchFirst.QUESTION and len(s.steps) == 1
-            and s.steps[0].action == "kb_search")
+            and s.steps[0].action == ToolName.KB_SEARCH)
 
-def repeated_search(s: RunState, name: str, args: dict[str, Any]) -> int | None:
-    """The step of an earlier search that ``args`` nearly repeats (its words, no
+def repeated_search(s: RunState, call: ToolCall) -> int | None:
+    """The step of an earlier search that ``call`` nearly repeats (its words, no
     more results), when no follow-up could replace it."""
-    if name not in SEARCH_TOOLS:
+    if call.name not in SEARCH_TOOLS:
         return None
-    for (tool, raw), step in s.calls.items():
-        done = json.loads(raw)
-        if (tool == name and int(args.get("top_k", 0)) <= int(done.get("top_k", 0))
+    args = call.args
+    for earlier, step in s.calls.items():
+        done = earlier.args
+        if (earlier.name == call.name and int(args.get("top_k", 0)) <= int(done.get("top_k", 0))
                 and near_duplicate(str(args.get("query", "")), [str(done.get("query"))])):
             return step
     return None
 
-def follow_up_instead(s: RunState, name: str, args: dict[str, Any]) -> str | None:
+def follow_up_instead(s: RunState, call: ToolCall) -> str | None:
     """A follow-up query to search instead of the model's, when the model's query
     repeats the question or an earlier search (nearly), or pastes a passage of the
     results, and a follow-up is left. A query of the model's own that adds words is
     never replaced."""
-    if name not in SEARCH_TOOLS or "kb_search" not in s.tools:
+    if call.name not in SEARCH_TOOLS or ToolName.KB_SEARCH not in s.tools:
         return None
-    query = str(args.get("query", ""))
+    query = str(call.args.get("query", ""))
     if not (near_duplicate(query, [s.question, *searched(s)])
             or copied(query, [c.text for c in s.ledger])):
         return None

@@ -1,30 +1,51 @@
 """What configures the agent (:class:`AgentConfig`) and what one question's run
 carries from step to step (:class:`RunState`): messages, steps, usage, the
-citation ledger, the session cache of calls, and why the run stopped."""
+citation ledger, the session cache of calls, why the run stopped, and the
+:class:`Clock` its time limit and step timings are read from."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.kinds import AskMode, Status, ToolSet
+from kbagent.agent.kinds import AskMode, SearchFirst, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
-from kbagent.agent.tools.base import Tool, ToolContext
-from kbagent.settings import default
+from kbagent.agent.records import SentenceRecord
+from kbagent.agent.tools.base import Tool, ToolCall, ToolContext
+from kbagent.settings import Settings, default
+
+
+class Clock(Protocol):
+    """Where a run reads the time: its deadline, the time-limit checks while a call
+    streams, and step and wall timings. The deadline is handed to the LLM backend,
+    which compares it with ``time.perf_counter()``, so a run with a real backend uses
+    :data:`SYSTEM_CLOCK`; tests pass a clock that moves only when they say."""
+
+    def perf_counter(self) -> float: ...
+
+
+class SystemClock:
+    """The process's own clock: ``time.perf_counter()``."""
+
+    def perf_counter(self) -> float:
+        return time.perf_counter()
+
+
+SYSTEM_CLOCK: Clock = SystemClock()
 
 
 @dataclass
 class AgentConfig:
-    mode: str = AskMode.AUTO  # auto | agent | rag | direct
-    tools: str = ToolSet.KNOWLEDGE  # knowledge | full
+    mode: AskMode = AskMode.AUTO
+    tools: ToolSet = ToolSet.KNOWLEDGE
     # code_* tools in knowledge mode too (full always has them)
     code_tools: bool = default("code_tools")
-    # the limits default to the settings' defaults (kbagent/settings.py owns them)
+    # the limits default to the settings' defaults (kbagent/defaults.py owns them)
     max_steps: int = default("max_steps")
     token_budget: int = default("token_budget")
     time_limit: float = default("time_limit")
@@ -33,23 +54,27 @@ class AgentConfig:
     # How a knowledge question starts: "question" = the harness searches the question
     # itself as step 1 (robust with small models), "model" = the model's first step is
     # grammar-forced to be a kb_search, "off" = the model decides freely.
-    search_first: str = default("search_first")
+    search_first: SearchFirst = default("search_first")  # noqa: RUF009 (a member: immutable)
     rag_top_k: int = 5
     citation_cap: int = 100
     grounded: bool = default("grounded")
 
+    def __post_init__(self) -> None:
+        # the closed sets are checked where a flag or setting is parsed (Typer, the
+        # settings, a batch line, a server request); a plain string from Python code
+        # becomes its member here, and a wrong one is a ValueError naming it
+        self.mode, self.tools = AskMode(self.mode), ToolSet(self.tools)
+        self.search_first = SearchFirst(self.search_first)
+
     @classmethod
-    def from_settings(cls, settings: Any, **overrides: Any) -> AgentConfig:
-        cfg = cls(max_steps=settings.max_steps, token_budget=settings.token_budget,
-                  time_limit=settings.time_limit,
-                  max_tokens_per_step=settings.max_tokens_per_step,
-                  search_first=settings.search_first,
-                  grounded=bool(getattr(settings, "grounded", default("grounded"))),
-                  code_tools=bool(getattr(settings, "code_tools", default("code_tools"))))
-        for k, v in overrides.items():
-            if v is not None:
-                setattr(cfg, k, v)
-        return cfg
+    def from_settings(cls, settings: Settings, **overrides: Any) -> AgentConfig:
+        fields: dict[str, Any] = dict(
+            max_steps=settings.max_steps, token_budget=settings.token_budget,
+            time_limit=settings.time_limit, max_tokens_per_step=settings.max_tokens_per_step,
+            search_first=settings.search_first, grounded=settings.grounded,
+            code_tools=settings.code_tools)
+        fields.update((k, v) for k, v in overrides.items() if v is not None)
+        return cls(**fields)
 
 
 @dataclass
@@ -65,7 +90,7 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    calls: dict[ToolCall, int] = field(default_factory=dict)  # each call: its first step
     protocol_failures: int = 0
     repeats: int = 0  # consecutive calls answered from the cache
     followups: int = 0  # searches the harness made in place of a repeated query
@@ -74,7 +99,9 @@ class RunState:
     stop_reason: str = ""
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
+    short_answer: str = ""  # the fact in a few words, with its marker ("128 [1]")
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
+    clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
 
     def count(self, c: Completion) -> None:
         self.last_finish = c.finish_reason
@@ -107,7 +134,7 @@ def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
         prompt_tokens=c.prompt_tokens if c else 0,
         prompt_evaluated=c.prompt_evaluated if c else 0,
         completion_tokens=c.completion_tokens if c else 0,
-        ms=round((time.perf_counter() - started) * 1000, 1),
+        ms=round((s.clock.perf_counter() - started) * 1000, 1),
         llm_ms=round(c.ms, 1) if c else 0.0, tool_ms=round(done.tool_ms, 1), cached=done.cached)
     s.steps.append(rec)
     return rec
@@ -116,19 +143,19 @@ def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
 def result_of(s: RunState, status: Status, kbs: list[str]) -> AgentResult:
     """The run's final result (``kbs``: the names of the KBs it could search)."""
     support = s.processor.support_by_number()
-    s.usage.wall_ms = round((time.perf_counter() - s.started) * 1000, 1)
+    s.usage.wall_ms = round((s.clock.perf_counter() - s.started) * 1000, 1)
     return AgentResult(
         question=s.question, answer=s.processor.answer, mode=s.mode, status=status,
         steps=s.steps, references=s.ledger.references(s.processor.cited(), support),
         all_references=s.ledger.references(None, support),
         unsupported=[x.text.strip() for x in s.processor.sentences if x.supported is False],
-        sentences=[{"text": x.text.strip(), "cited": x.cited, "auto": x.auto,
-                    "support": None if x.support is None else round(x.support, 3),
-                    "supported": x.supported, "role": x.role,
-                    "numbers_missing": _numbers_missing(s, x)}
+        sentences=[SentenceRecord(x.text.strip(), x.cited, x.auto,
+                                  None if x.support is None else round(x.support, 3),
+                                  x.supported, x.role, _numbers_missing(s, x))
                    for x in s.processor.sentences if x.text.strip()],
         usage=s.usage, stop_reason=s.stop_reason, kbs=kbs, abstained=s.abstained,
-        repairs=list(g.repairs) if (g := s.processor.grounding) else [])
+        repairs=list(g.repairs) if (g := s.processor.grounding) else [],
+        short_answer=s.short_answer)
 
 
 def _numbers_missing(s: RunState, sent: Any) -> list[str]:

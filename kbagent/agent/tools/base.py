@@ -6,16 +6,17 @@ tools (:mod:`~kbagent.agent.tools.code`) both use."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.events import Source
+from kbagent.agent.kinds import ToolName
 from kbagent.errors import KbagentError
 from kbagent.kb.access import ANONYMOUS, Principal
-from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.kb.search import HybridSearcher
+from kbagent.kb.store_protocol import KbReader
 from kbagent.kb.views import FileViews
 
 OBSERVATION_CHARS = 2400  # cap on what one observation shows the model
@@ -33,7 +34,7 @@ class ToolOutput:
 
 @dataclass
 class ToolContext:
-    kbs: dict[str, KnowledgeBase]
+    kbs: dict[str, KbReader]
     searcher: HybridSearcher
     ledger: CitationLedger
     # who is asking: set by the harness, never by a tool argument or a document
@@ -73,9 +74,36 @@ class ToolFailure(Exception):
     """A tool could not do what was asked; the message is for the model."""
 
 
+def frozen_json(value: Any) -> Hashable:
+    """A JSON value as a hashable key: objects by sorted keys, arrays in order, and a
+    scalar by its type and ``repr`` (``1``, ``1.0``, ``true``, ``0.0`` and ``-0.0`` stay
+    distinct keys, as they are distinct JSON). Two values have the same key exactly
+    when ``json.dumps(..., sort_keys=True)`` writes them alike."""
+    if isinstance(value, dict):
+        return ("{}", tuple(sorted((str(k), frozen_json(v)) for k, v in value.items())))
+    if isinstance(value, list | tuple):
+        return ("[]", tuple(frozen_json(v) for v in value))
+    return (type(value).__name__, repr(value))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool: its name and arguments (a JSON object). Two calls with the
+    same name and the same arguments (in any key order) are equal and hash alike:
+    the run's cache of calls (``RunState.calls``) is keyed by them."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict, compare=False)
+    key: Hashable = field(init=False, repr=False)  # the arguments, frozen
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", dict(self.args))
+        object.__setattr__(self, "key", frozen_json(self.args))
+
+
 @dataclass
 class Tool:
-    name: str
+    name: ToolName
     description: str
     parameters: dict[str, Any]
     run: Callable[[ToolContext, dict[str, Any]], ToolOutput]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbagent.agent.events import Source
+from kbagent.agent.kinds import ToolName
 from kbagent.agent.tools.base import (
     KB_ARG,
     Tool,
@@ -101,15 +102,15 @@ def what_label(what: str) -> str:
 
 
 def code_definition(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return _lookup(ctx, args, "code_definition", "def")
+    return _lookup(ctx, args, ToolName.CODE_DEFINITION, "def")
 
 
 def code_references(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return _lookup(ctx, args, "code_references", "refs")
+    return _lookup(ctx, args, ToolName.CODE_REFERENCES, "refs")
 
 
 def code_callers(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return _lookup(ctx, args, "code_callers", "callers")
+    return _lookup(ctx, args, ToolName.CODE_CALLERS, "callers")
 
 
 def code_outline(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
@@ -123,7 +124,7 @@ def code_outline(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
             continue
         if not hits:
             return ToolOutput(f"{args['path']}: no definitions found.", "0 definitions")
-        shown, cites, sources = _cite(ctx, "code_outline", hits, nested=True)
+        shown, cites, sources = _cite(ctx, ToolName.CODE_OUTLINE, hits, nested=True)
         note = f"\n({error})" if error else ""
         return ToolOutput(cap(f"Outline of {args['path']}:\n" + "\n".join(shown) + note,
                                ctx.max_chars),
@@ -138,13 +139,13 @@ def code_tools() -> list[Any]:
     """The four tools, built lazily so tools.py can import this module at its end."""
 
     return [
-        Tool("code_definition", "Where a function, class, type or constant is defined.",
+        Tool(ToolName.CODE_DEFINITION, "Where a function, class, type or constant is defined.",
              obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_definition),
-        Tool("code_references", "Every line that uses a symbol.",
+        Tool(ToolName.CODE_REFERENCES, "Every line that uses a symbol.",
              obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_references),
-        Tool("code_callers", "Where a function is called, and from which function.",
+        Tool(ToolName.CODE_CALLERS, "Where a function is called, and from which function.",
              obj_schema({"symbol": _SYMBOL, "kb": KB_ARG}, ["symbol"]), code_callers),
-        Tool("code_outline", "The functions, classes and constants of one source file.",
+        Tool(ToolName.CODE_OUTLINE, "The functions, classes and constants of one source file.",
              obj_schema({"path": {"type": "string", "minLength": 1, "maxLength": 300},
                          "kb": KB_ARG},
              ["path"]), code_outline),

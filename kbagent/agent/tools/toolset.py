@@ -15,7 +15,7 @@ from typing import Any
 
 from kbagent.agent.answer.citations import clean_text
 from kbagent.agent.events import Source
-from kbagent.agent.kinds import ToolSet
+from kbagent.agent.kinds import ToolName, ToolSet
 from kbagent.agent.tools.base import (
     KB_ARG,
     QUERY_ARG,
@@ -73,11 +73,11 @@ def _search(ctx: ToolContext, args: dict[str, Any], mode: str, tool: str) -> Too
 
 
 def _kb_search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return _search(ctx, args, "hybrid", "kb_search")
+    return _search(ctx, args, "hybrid", ToolName.KB_SEARCH)
 
 
 def _kb_semantic_search(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-    return _search(ctx, args, "vector", "kb_semantic_search")
+    return _search(ctx, args, "vector", ToolName.KB_SEMANTIC_SEARCH)
 
 
 def _list_kbs(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
@@ -106,7 +106,7 @@ def _kb_grep(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
         for path, lines in by_file.items():
             n = ctx.ledger.add(kb=kb, path=path, start_line=min(ln.number for ln in lines),
                                end_line=max(ln.last for ln in lines),
-                               text="\n".join(ln.text for ln in lines), tool="kb_grep")
+                               text="\n".join(ln.text for ln in lines), tool=ToolName.KB_GREP)
             label = f"[{n}] " if n else ""
             blocks.append(f"{label}{where(ctx, kb, path)}")
             blocks += [f"  {ln.number}: {shorten(ln.text, 200, at_word=True, mark=' …')}"
@@ -143,7 +143,7 @@ def _kb_cat(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
             return ToolOutput(f"{path}: no text in lines {start}-{end}.", "no text", ok=False)
         n = ctx.ledger.add(kb=kb, path=res.path, start_line=res.lines[0].number,
                            end_line=max(ln.last for ln in res.lines),
-                           text="\n".join(ln.text for ln in res.lines), tool="kb_cat")
+                           text="\n".join(ln.text for ln in res.lines), tool=ToolName.KB_CAT)
         first, last = res.lines[0].number, max(ln.last for ln in res.lines)
         head = (f"[{n}] " if n else "") + (f"{where(ctx, kb, res.path)} lines {first}-{last} "
                                            f"of {res.total_lines}:")
@@ -201,34 +201,34 @@ def _plan(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
 
 
 KNOWLEDGE_TOOLS = [
-    Tool("kb_search", "Hybrid keyword + semantic search of the knowledge bases. Start here.",
+    Tool(ToolName.KB_SEARCH, "Hybrid keyword + semantic search of the knowledge bases. Start here.",
          obj_schema({"query": QUERY_ARG, "kb": KB_ARG, "top_k": TOP_K_ARG}, ["query"]), _kb_search),
-    Tool("kb_semantic_search", "Meaning-based search only; for paraphrased questions.",
+    Tool(ToolName.KB_SEMANTIC_SEARCH, "Meaning-based search only; for paraphrased questions.",
          obj_schema({"query": QUERY_ARG, "kb": KB_ARG, "top_k": TOP_K_ARG}, ["query"]),
          _kb_semantic_search),
-    Tool("kb_grep", "Find lines containing an exact word, number or regex.",
+    Tool(ToolName.KB_GREP, "Find lines containing an exact word, number or regex.",
          obj_schema({"pattern": {"type": "string", "minLength": 1, "maxLength": 200},
                "regex": {"type": "boolean", "default": False},
                "path_glob": {"type": "string", "maxLength": 80}, "kb": KB_ARG,
                "max_matches": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30}},
               ["pattern"]), _kb_grep),
-    Tool("kb_cat", "Read numbered lines of one file.",
+    Tool(ToolName.KB_CAT, "Read numbered lines of one file.",
          obj_schema({"path": {"type": "string", "minLength": 1, "maxLength": 300},
                "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
                "kb": KB_ARG}, ["path"]), _kb_cat),
-    Tool("kb_ls", "List the files and folders in a folder of a knowledge base.",
+    Tool(ToolName.KB_LS, "List the files and folders in a folder of a knowledge base.",
          obj_schema({"path": {"type": "string", "maxLength": 300}, "kb": KB_ARG}), _kb_ls),
-    Tool("kb_glob", "List file paths matching a glob such as finance/*.md.",
+    Tool(ToolName.KB_GLOB, "List file paths matching a glob such as finance/*.md.",
          obj_schema({"pattern": {"type": "string", "minLength": 1, "maxLength": 80}, "kb": KB_ARG},
               ["pattern"]), _kb_glob),
-    Tool("list_kbs", "List the knowledge bases you can search.", obj_schema({}), _list_kbs),
+    Tool(ToolName.LIST_KBS, "List the knowledge bases you can search.", obj_schema({}), _list_kbs),
 ]
 FULL_TOOLS = [
-    Tool("calculate", "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
+    Tool(ToolName.CALCULATE, "Exact arithmetic, e.g. (11.2 - 9.8) / 9.8 * 100.",
          obj_schema({"expression": {"type": "string", "minLength": 1, "maxLength": 300}},
               ["expression"]), _calculate),
-    Tool("plan", "Write down the steps you will take for a complex question.",
+    Tool(ToolName.PLAN, "Write down the steps you will take for a complex question.",
          obj_schema({"steps": {"type": "array", "maxItems": 6,
                          "items": {"type": "string", "minLength": 1, "maxLength": 80}}},
               ["steps"]), _plan),

@@ -3,7 +3,7 @@
 The scan (extraction, access rules, chunking) and the embedding are the local
 ingest's (:class:`kbagent.kb.ingest.Ingestor`); what differs is the write:
 everything one run changes (documents, chunks with their vectors, postings,
-document frequencies, the KB's totals and manifest) is written in ONE
+document frequencies, code symbols, the KB's totals and manifest) is written in ONE
 transaction, so a kill at any moment leaves the previous state, and readers
 (autocommit, MVCC) see either the old KB or the new one and never wait.
 Writers hold a session advisory lock per KB: two ingests of one KB refuse each
@@ -22,9 +22,16 @@ import numpy as np
 from psycopg import sql
 
 from kbagent.errors import BadInputError, KbBusyError
+from kbagent.kb import symbol_index
 from kbagent.kb.access import index_tokens, load_access_rules, parse_access_rules
 from kbagent.kb.file_modes import private_dir
-from kbagent.kb.generations import EmbeddingCache, check_compatible, model_of, planned_space
+from kbagent.kb.generations import (
+    EmbeddingCache,
+    check_compatible,
+    model_of,
+    note_symbols,
+    planned_space,
+)
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.ingest_plan import Pending
 from kbagent.kb.knowledge_base import new_manifest
@@ -40,6 +47,7 @@ from kbagent.kb.pg.schema import (
     hnsw_index_name,
     kb_lock_key,
 )
+from kbagent.kb.pg.symbols import CodeDoc, backfill, write_symbols
 from kbagent.kb.registry import check_dsn, redact, register
 from kbagent.kb.store import _line_map
 
@@ -91,7 +99,8 @@ class PgIngestor(Ingestor):
             bad = report.count("skipped") + report.count("failed")
             detail = f" ({bad} files skipped or failed)" if bad else ""
             raise BadInputError(f"no ingestible files in {source}{detail}; nothing changed")
-        if base is not None and not rebuild and not pending and not removed:
+        indexed = base is not None and symbol_index.has_index(base)
+        if base is not None and not rebuild and not pending and not removed and indexed:
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
             report.files.sort(key=lambda f: f.path)
             return report
@@ -112,13 +121,17 @@ class PgIngestor(Ingestor):
         if base is not None and not rebuild:
             manifest["created_at"] = base.get("created_at", manifest["created_at"])
         manifest["kbaccess"] = self._rules.text
+        manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
         index = hnsw_index_name(self.name, self._expect_dim)
         ensure_hnsw_index(conn, self.name, self._expect_dim)
         with conn.transaction():
             if rebuild or base is None:
                 self._clear(conn)
-            elif gone:
-                self._delete(conn, gone)
+            else:
+                if gone:
+                    self._delete(conn, gone)
+                if not indexed:  # a KB built before the symbol index: its code documents
+                    note_symbols(report, backfill(conn, self.name))
             self._insert(conn, pending, vectors)
             _docs, chunks = self._finish(conn, manifest)
             self._checkpoint("pg-written")  # a kill here: the transaction never commits
@@ -152,8 +165,9 @@ class PgIngestor(Ingestor):
                                 "AND doc_id = ANY(%s)", (self.name, gone))
         else:
             return {}
-        return {h: np.asarray(v, dtype=np.float32) for h, v in rows
-                if h in wanted and v is not None}
+        # pgvector >= 0.4 loads a Vector object, older versions a numpy array
+        return {h: np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+                for h, v in rows if h in wanted and v is not None}
 
     # ------------------------------------------------------------ writes
     def _clear(self, conn: Any) -> None:
@@ -192,6 +206,13 @@ class PgIngestor(Ingestor):
                               p.doc.language, p.content_hash, p.size, list(p.doc.access),
                               "\n".join(ln.text for ln in p.doc.lines), _line_map(p.doc.lines),
                               len(p.chunks), now, dumps(p.doc.locations)))
+        code = {p.doc.path: p for p in pending if p.doc.format == "code"}
+        problems = write_symbols(conn, self.name, [
+            CodeDoc(did, p.doc.path, p.doc.language, [ln.text for ln in p.doc.lines],
+                    [ln.number for ln in p.doc.lines])
+            for p, did in zip(pending, doc_ids, strict=True) if p.doc.path in code])
+        for path, why in problems.items():  # a syntax error: what parses is indexed
+            code[path].report.reason = why
         postings: list[tuple[str, int, int, int]] = []
         with conn.cursor().copy(
                 "COPY kbagent_chunks(kb,id,doc_id,ordinal,start_line,end_line,heading,text,"

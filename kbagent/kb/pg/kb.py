@@ -24,7 +24,7 @@ from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import describe, loads
 from kbagent.kb.models import Line
 from kbagent.kb.pg.conn import connect
-from kbagent.kb.store import ChunkRow, DocRow
+from kbagent.kb.store import ChunkRow, DocRow, like_pattern
 from kbagent.settings import Settings
 
 K1, B = 1.2, 0.75  # tantivy's BM25 parameters
@@ -184,8 +184,23 @@ class PgStore:
             "AND c.doc_id = d.id AND c.heading != '' ORDER BY c.ordinal LIMIT 1), d.access "
             "FROM kbagent_documents d WHERE d.kb=%s ORDER BY d.path", (self.name,))]
 
+    def text_candidates(self, doc_hash: str, words: list[str], exclude: str
+                        ) -> tuple[list[str], list[str]]:
+        """As :meth:`kbagent.kb.store.Store.text_candidates` (ILIKE: SQLite's LIKE is
+        case-insensitive)."""
+        same = [r[0] for r in self._rows(
+            "SELECT path FROM kbagent_documents WHERE kb=%s AND content_hash=%s AND path != %s "
+            'ORDER BY path COLLATE "C"', (self.name, doc_hash, exclude))]
+        if not words:
+            return same, []
+        like = " AND ".join(["text ILIKE %s"] * len(words))
+        return same, [r[0] for r in self._rows(
+            f"SELECT path FROM kbagent_documents WHERE kb=%s AND path != %s AND {like} "
+            'ORDER BY path COLLATE "C" LIMIT 50',
+            (self.name, exclude, *map(like_pattern, words)))]
+
     def mentions(self, word: str, principal: Principal) -> bool:
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = like_pattern(word)
         return bool(self._rows(
             "SELECT EXISTS(SELECT 1 FROM kbagent_chunks c WHERE c.kb=%(kb)s AND "
             "c.groups && %(allowed)s::text[] AND c.text ILIKE %(p)s)",
@@ -361,6 +376,11 @@ class PgKnowledgeBase:
             return ""
         rows = self._execute(sql.SQL("EXPLAIN ") + built[0], built[1])
         return "\n".join(r[0] for r in rows)
+
+    def symbol_reader(self) -> Any:  # a PgSymbols (the SymbolReader protocol)
+        from kbagent.kb.pg.symbols import PgSymbols
+
+        return PgSymbols(self.store)
 
     def close(self) -> None:
         self.conn.close()

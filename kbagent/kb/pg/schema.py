@@ -96,6 +96,42 @@ CREATE TABLE IF NOT EXISTS kbagent_groupstats(
     total_tokens bigint NOT NULL,
     PRIMARY KEY (kb, groups)
 );
+-- the symbol index of code documents (kbagent.kb.pg.symbols; the local store's
+-- symbol_files / symbols / symbol_refs): deleting a document drops its symbols
+CREATE TABLE IF NOT EXISTS kbagent_symbol_files(
+    kb text NOT NULL,
+    doc_id bigint NOT NULL,
+    language text NOT NULL,
+    error text NOT NULL DEFAULT '',
+    PRIMARY KEY (kb, doc_id),
+    FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS kbagent_symbols(
+    kb text NOT NULL,
+    id bigserial,
+    doc_id bigint NOT NULL,
+    name text NOT NULL,
+    qualname text NOT NULL,
+    kind text NOT NULL,
+    start_line integer NOT NULL,
+    end_line integer NOT NULL,
+    parent text NOT NULL DEFAULT '',
+    PRIMARY KEY (kb, id),
+    FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_symbols_name ON kbagent_symbols(kb, name);
+CREATE INDEX IF NOT EXISTS kbagent_symbols_doc ON kbagent_symbols(kb, doc_id);
+CREATE TABLE IF NOT EXISTS kbagent_symbol_refs(
+    kb text NOT NULL,
+    doc_id bigint NOT NULL,
+    name text NOT NULL,
+    line integer NOT NULL,
+    is_call boolean NOT NULL,
+    scope_id bigint,  -- the enclosing definition (kbagent_symbols.id), NULL at top level
+    PRIMARY KEY (kb, name, is_call, doc_id, line),
+    FOREIGN KEY (kb, doc_id) REFERENCES kbagent_documents(kb, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS kbagent_symbol_refs_doc ON kbagent_symbol_refs(kb, doc_id);
 """
 
 
