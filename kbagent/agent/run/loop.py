@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.answer.evidence import SentenceVectors
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
@@ -134,7 +135,8 @@ class Agent:
         ctx.ledger.locator = ctx.locate
         now = self.clock.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
-                               similar=self._similar)
+                               vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
+                                                               None)))
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
@@ -157,18 +159,6 @@ class Agent:
     def _mentioned(self, word: str) -> bool:
         """Does any KB contain ``word`` in a chunk this agent's principal may read?"""
         return any(kb.mentions(word, self.principal) for kb in self.kbs.values())
-
-    def _similar(self, question: str, texts: list[str]) -> list[float] | None:
-        """Meaning-closeness of each evidence unit to the question (the KB's sentence
-        embedder); None when the searcher cannot embed (then words alone rank units)."""
-        similarity = getattr(self.searcher, "similarity", None)
-        if similarity is None or not texts:
-            return None
-        try:
-            result: list[float] | None = similarity(question, texts)
-        except Exception:  # an embedder failure must not cost the answer
-            return None
-        return result
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
