@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import Citation, clean_text, content_tokens
-from kbagent.agent.answer.focus import QUESTION_WORDS
+from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS  # re-exported
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
