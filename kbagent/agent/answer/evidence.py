@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kbagent.agent.answer.citations import Citation, content_tokens
-from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS
+from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS  # re-exported
 from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
 from kbagent.agent.answer.units import Unit as Unit
 from kbagent.agent.answer.units import units_of as units_of
