@@ -61,11 +61,11 @@ _POLARITY = re.compile(r"\b(?:not|never|no|only|always|cannot|can't|won't|doesn'
 
 def kind_of_answer(question: str, text: str) -> bool | None:
     """Does ``text`` hold the kind of answer ``question`` asks for? None when any text
-    may (an explanation that is not a "why", a yes/no without polarity words)."""
+    may (an explanation without a cause word, a yes/no without a polarity word)."""
     f = focus_of(question)
     t = f.answer_type
     if t is AnswerType.OTHER:
-        return bool(_BECAUSE.search(text)) if _WHY.search(question) else None
+        return True if _WHY.search(question) and _BECAUSE.search(text) else None
     if t is AnswerType.YESNO:
         return bool(_POLARITY.search(text)) or None
     if t is AnswerType.DURATION and f.unit:  # "how many days": the unit may be in a heading
