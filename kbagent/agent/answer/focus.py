@@ -131,8 +131,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
                 r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
-                r"profit|loss|volume|density|frequency|ceiling|cap|floor)\b|\bhow (?:large|big|deep|far|high|"
-                r"low|small|wide|tall|old|heavy|fast)\b", re.I), AnswerType.NUMBER),
+                r"profit|loss|volume|density|frequency|ceiling|cap|floor)\b|"
+                r"\bhow (?:large|big|deep|far|high|low|small|wide|tall|old|heavy|fast)\b", re.I),
+     AnswerType.NUMBER),
     (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:\w+\s+){0,2}(?:name|person|people|"
                 r"company|team|city|country|state|town|place|author|owner|group|band|film|"
                 r"movie|book|album|song|organization|organisation|university|school|club|"

@@ -67,7 +67,8 @@ class Span:
 
 def _clean(span: str) -> str:
     span = _LEAD.sub("", _TRAIL.sub("", span))
-    span = re.sub(r"^(?:(?:is|are|was|were|set|to|be|of|at|as)\s+)+", "", span, flags=re.I)
+    span = re.sub(r"^(?:(?:is|are|was|were|set|to|be|of|at|as|the|an?)\s+)+", "", span,
+                  flags=re.I)
     if span.count("(") > span.count(")"):
         span = span.split("(")[0].rstrip()
     return span.strip("`")
@@ -156,8 +157,8 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((_number_span(m.group(), focus), m.start(), 0.0))
             return out
         # a number (or a duration...) is asked for: a default's value must be one
-        out = [(_number_span(m.group(), focus), start + m.start(), bonus)
-               for text, start, bonus in out if (m := _NUMBER_UNIT.search(text))]
+        out = [(_number_span(n.group(), focus), start + n.start(), bonus)
+               for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
     if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
         kind = TYPE_PATTERNS[t]
         for m in _NUMBER_UNIT.finditer(sentence):
@@ -253,6 +254,9 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
             continue
         if t is not AnswerType.CHOICE and _in_question(text, focus):
             continue
+        lead_number = re.match(r"[$€£]?\s?(\d[\d,.]*\d|\d)", text)
+        if t in _NUMERIC and lead_number and _in_question(lead_number.group(1), focus):
+            continue  # "2026 gross" for a question about 2026
         key = text.lower()
         if key in seen:
             continue
@@ -266,7 +270,7 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
         if any(0 <= s - end <= 12 or 0 <= start - e <= 12 for s, e in named):
             score += 0.3
         # "Maya Okafor (CEO)": a span labelled with what is asked about
-        label = re.match(r"\s*\*{0,2}\s*\(([^)]{1,40})\)", sentence[end:])
+        label = re.match(r"\s*\*{0,2}\s*\(([^()]{1,40})\)", sentence[end:])
         if label and _stems_of(label.group(1)) & (focus.terms | focus.focus):
             score += 0.6
         if t in (AnswerType.NUMBER, AnswerType.DEFAULT) and re.fullmatch(

@@ -59,7 +59,7 @@ ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
 SHORT_FROM = 3  # units looked at for a short answer
-RANK_COST = 0.5  # a short answer from the next unit must score this much better
+UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 OPERAND_TOP_K = 10  # hits per operand search: a figure often sits in one table row
 
 
@@ -164,12 +164,13 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         return g.take(fresh), None
     if fresh and (said := yes_no(focus, fresh[0].unit.text)) is not None:
         return g.take(fresh[:1]), said
-    # the best span of the first units, a lower-ranked unit's a little less
+    # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
     for i, e in enumerate(fresh[:SHORT_FROM]):
-        found = spans(focus, e.unit.text)
-        if found and (best is None or found[0].score - RANK_COST * i > best[0]):
-            best = (found[0].score - RANK_COST * i, i, [x.text for x in found])
+        ranked = spans(focus, e.unit.text)
+        score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0
+        if ranked and (best is None or score > best[0]):
+            best = (score, i, [x.text for x in ranked])
     if best is None:
         return g.take(fresh), None
     e, found = fresh[best[1]], best[2]
