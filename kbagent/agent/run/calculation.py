@@ -105,7 +105,8 @@ def _needs_conversion(plan: CalcPlan, v: Value) -> bool:
 
 
 def _number(x: float, decimals: int = 2) -> str:
-    text = f"{round(x, decimals):,.{decimals}f}".rstrip("0").rstrip(".")
+    text = f"{round(x, decimals):,.{decimals}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
     return "0" if text in ("-0", "") else text
 
 
@@ -127,12 +128,14 @@ def lead_text(plan: CalcPlan, values: list[Value], shown: str) -> str:
         return f"{a[:1].upper()}{a[1:]}: {shown}"
     if plan.op == "ratio" and plan.wording == "to":
         return f"Ratio of {a} to {b}{of}: {shown}"
+    named = f"{metric} for {a} vs {b}" if metric else f"{a} vs {b}"
+    named = named[:1].upper() + named[1:]
     if plan.op == "ratio":
-        return f"{a[:1].upper()}{a[1:]}{of}: {shown} {plan.wording} than {b}"
+        return f"{named}: {shown} {plan.wording}"
     if plan.op == "share":
         return f"{a[:1].upper()}{a[1:]} as a share of {b}{of}: {shown}"
     if plan.op == "difference" and plan.wording:
-        return f"{a[:1].upper()}{a[1:]}{of}: {shown} {plan.wording} than {b}"
+        return f"{named}: {shown} {plan.wording}"
     return {"pct_change": f"Change in{of} from {a} to {b}: {shown}",
             "pp_change": f"Change in{of} from {a} to {b}: {shown}",
             "difference": f"Difference in{of} between {a} and {b}: {shown}",
