@@ -49,6 +49,13 @@ def _plan(question: str) -> tuple[str, list[str], str]:
     ("How long is the retry cap in milliseconds?", "convert", ["retry cap"], ""),
     ("How many bytes does the page cache hold?", "convert", ["page cache"], ""),
     ("How many pages per second does the flusher write?", "convert", ["flusher"], ""),
+    ("How many more requests per second can the cache serve than the upstream proxy?",
+     "difference", ["cache", "upstream proxy"], "requests second serve"),
+    ("Is it true that the retry cap is longer than the connect timeout?", "compare",
+     ["retry cap", "connect timeout"], ""),
+    ("How much less is the intern allowance than the manager allowance?", "difference",
+     ["intern", "manager"], "allowance"),
+    ("What percentage of employees are engineers?", "share", ["engineers", "employees"], ""),
 ])
 def test_the_planner_reads_many_phrasings(question: str, op: str, items: list[str],
                                           metric: str) -> None:

@@ -61,8 +61,10 @@ _FIRST_N = re.compile(r"\bfirst (?P<n>two|three|four|2|3|4) quarters(?: of (?P<y
 _CMP = (r"more expensive|less expensive|more|less|fewer|higher|lower|bigger|larger|smaller|"
         r"greater|longer|shorter|faster|slower|cheaper|older|newer|heavier|lighter|later|"
         r"earlier|wider|narrower|deeper")
+_UNIT_WORD = "(?:" + "|".join(re.escape(a) for a in MEASURES if len(a) > 2) + ")"
 _AUX = r"(?:is|are|was|were|does|do|did|will|would|can|could|has|have|had)"
-_HOW_THAN = re.compile(rf"\bhow (?:much|many)\s+(?P<times>times\s+)?(?P<cmp>{_CMP})\b"
+_HOW_THAN = re.compile(rf"\bhow (?:much|many)\s+(?:{_UNIT_WORD}\s+)?(?P<times>times\s+)?"
+                       rf"(?P<cmp>{_CMP})\b"
                        rf"(?P<pre>.*?)\b(?P<aux>{_AUX})\s+(?P<a>.+?)\s+than\s+(?P<b>.+?)"
                        r"[\s?.!]*$", re.IGNORECASE)
 _YES_NO = re.compile(rf"^\s*(?P<aux>{_AUX})\s+(?P<a>.+?)\s+(?P<cmp>{_CMP})\b(?P<pre>.*?)"
@@ -98,7 +100,7 @@ _NOT_METRIC = QUESTION_WORDS | content_tokens(
     "quarters first two three four kestrel kestrel's month per need reach by times bigger "
     "larger smaller greater longer shorter faster slower cheaper expensive older newer "
     "heavier lighter later earlier wider narrower deeper ratio fraction share proportion "
-    "portion between get gets got")
+    "portion between get gets got true roughly approximately")
 
 
 def metric_of(question: str, items: list[str]) -> str:
@@ -108,7 +110,7 @@ def metric_of(question: str, items: list[str]) -> str:
     words = [w for w in re.findall(r"[A-Za-z][\w-]*", question)
              if content_tokens(w) and not content_tokens(w) <= drop
              and not re.fullmatch(r"[QH][1-4]|FY\d*", w)]
-    return " ".join(words)
+    return " ".join(dict.fromkeys(words))
 
 
 def _clean(phrase: str) -> str:
@@ -139,11 +141,15 @@ def _items(a_raw: str, b_raw: str, aux: str = "") -> tuple[str, str]:
         return a, b
     b = _clean(b_raw)
     possessive = re.search(r"['’]s\b", b_raw) or re.match(r"\s*th(?:at|ose) of\b", b_raw)
-    a = a_raw.strip()
+    a = re.sub(r"^.*?\b(?:that|whether|if)\s+", "", a_raw.strip(), flags=re.IGNORECASE)
+    a = _TAIL_AUX.sub("", a)
     own = re.match(r"(?P<x>.+?)['’]s?\s+\S", a)
     a = _DET.sub("", own.group("x") if own else a).strip()
     a_words, nb = a.split(), len(b.split())
-    do_aux = aux.lower() in ("does", "do", "did")
+    do_aux = aux.lower() in ("does", "do", "did", "can", "could", "will", "would")
+    if do_aux and not own and len(a_words) > 1:
+        a_words = a_words[:-1]  # "does a manager get": the last word is the verb
+        a = " ".join(a_words)
     if not own and len(a_words) > nb and (do_aux or possessive or (
             _distinct(a_words[:nb]) and _distinct(b.split()))):
         a = " ".join(a_words[:nb])
@@ -177,7 +183,18 @@ def _two(op: str, a: str, b: str, question: str, year: re.Match[str] | None,
         return None
     unit = asked_unit(question)
     metric = metric_of(_ASKED_TAIL.sub("", question) if unit else question, items)
-    return CalcPlan(op, [Operand(i, metric) for i in items], metric, unit, wording)
+    return CalcPlan(op, [_split_period(i, metric) for i in items], metric, unit, wording)
+
+
+def _split_period(item: str, metric: str) -> Operand:
+    """A period inside a noun phrase is the item, the rest what is measured: "Q3 2026
+    revenue" -> ("Q3 2026", "revenue"), "FY2026 revenue plan" -> ("FY2026", "revenue
+    plan")."""
+    m = _PERIOD.search(item)
+    if m is None or m.group().strip() == item.strip():
+        return Operand(item, metric)
+    rest = f"{item[:m.start()]} {item[m.end():]}".split()
+    return Operand(m.group().strip(), " ".join(dict.fromkeys(rest + metric.split())))
 
 
 def calc_plan_of(question: str) -> CalcPlan | None:
@@ -244,7 +261,7 @@ def _convert(question: str) -> CalcPlan | None:
         return None
     subject = _UNIT_TAIL.sub("", m.group("s").strip(" ?.,!"))
     words = subject.split()
-    if (m.group("aux") or "").lower() in ("does", "do", "did") and len(words) > 1:
+    if (m.group("aux") or "").lower() in ("does", "do", "did", "can", "will") and len(words) > 1:
         words = words[:-1]  # "does the page cache hold": the last word is the verb
     item = _clean(" ".join(words))
     if not item:

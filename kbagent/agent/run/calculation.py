@@ -14,16 +14,17 @@ from __future__ import annotations
 import re
 from collections.abc import Generator
 
-from kbagent.agent.answer.evidence import missing_facts, numbers_in, units_of
+from kbagent.agent.answer.evidence import Unit, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.support import overlap
 from kbagent.agent.events import AnswerDelta, Event
-from kbagent.agent.run.decompose import CalcPlan, Value, arithmetic, find_operand
+from kbagent.agent.run.decompose import CalcPlan, Value, arithmetic, find_operand, kind_of
 from kbagent.agent.run.harness_steps import calculate_step, search_step
 from kbagent.agent.run.quantities import Measure
 from kbagent.agent.run.state import RunState
 
-OPERAND_TOP_K = 10  # hits per operand search: a figure often sits in one table row
+OPERAND_TOP_K = 15  # hits per operand search: a figure often sits in a table row, which
+# the lexical index ranks first and the embedding last (q1 2026 ARR: bm25 #1, vector #50)
 
 
 def _g(s: RunState) -> Grounding:
@@ -41,6 +42,7 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
     """Search each operand, read its value, compute; True if the answer is written."""
     g = _g(s)
     values: list[Value] = []
+    pools: list[list[Unit]] = []
     for op in plan.operands:
         what = op.metric or op.item
         query = f"{op.metric} {op.item}".strip()
@@ -51,11 +53,17 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
         step += 1
         cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
                                                            if c.n not in found]
-        value = find_operand(op, [u for c in cites for u in units_of(c)],
-                             like=values[0].text if values else "")
+        pools.append([u for c in cites for u in units_of(c)])
+        value = find_operand(op, pools[-1], like=values[0].text if values else "")
         if value is None or not what:
             return False
         values.append(value)
+    if len(values) > 1 and kind_of(values[0].text) != kind_of(values[1].text):
+        # the first operand was read with nothing to be like: read it again like the
+        # second ("$11.20M", not "11,200" from a table in thousands)
+        again = find_operand(plan.operands[0], pools[0], like=values[1].text)
+        if again is not None and kind_of(again.text) == kind_of(values[1].text):
+            values[0] = again
     if plan.op == "convert" and not _needs_conversion(plan, values[0]):
         return False  # the figure is already in the unit asked: a plain answer
     expr, unit = arithmetic(plan, values)
@@ -119,6 +127,9 @@ def lead_text(plan: CalcPlan, values: list[Value], shown: str) -> str:
     """The answer's first sentence, without its markers: the result, first."""
     a, b = _names(plan)
     metric = " ".join(dict.fromkeys(plan.metric.split()))
+    first, last = plan.operands[0], plan.operands[-1]
+    if first.metric != last.metric:  # "Q3 2026 revenue" of "FY2026 revenue plan"
+        a, b, metric = f"{a} {first.metric}".strip(), f"{b} {last.metric}".strip(), ""
     of = f" {metric}" if metric else ""
     if plan.op == "compare":
         first, second = values[0].text, values[-1].text
@@ -164,10 +175,14 @@ def result_text(plan: CalcPlan, values: list[Value], result: str,
         return f"{times} to 1" if plan.wording == "to" else f"{times} times"
     if plan.op == "share":
         return f"{_number(number, 1)}%"
-    if plan.op == "convert" and plan.unit is not None:
+    if plan.unit is not None and (plan.op == "convert" or (
+            plan.unit.per is not None and plan.op in ("difference", "sum"))):
         return f"{_number(number)} {plan.unit.text()}"
+    if unit is not None and unit.dim == "percent":
+        return (f"{_number(number)} percentage points" if plan.op == "difference" else
+                f"{_number(number)}%")
     if unit is not None:
-        return f"{_number(number)}{'' if unit.name == '%' else ' '}{unit.name}"
+        return f"{_number(number)} {unit.name}"
     text = _number(number)
     first = values[0].text
     prefix = first[0] if first[:1] in "$€£" else ""

@@ -164,6 +164,9 @@ def _kind(text: str) -> str:
     return u.dim if u else "percent" if "%" in text else "number"
 
 
+kind_of = _kind
+
+
 def _is_date_part(text: str, start: int, end: int) -> bool:
     """Is the number at ``text[start:end]`` a day of a date ("Dec 31", "31, 2026")?"""
     return bool(_MONTH_BEFORE.search(text[:start]) or re.match(r",\s*(?:19|20)\d\d\b",
