@@ -132,9 +132,9 @@ def lead_text(plan: CalcPlan, values: list[Value], shown: str) -> str:
         a, b, metric = f"{a} {first.metric}".strip(), f"{b} {last.metric}".strip(), ""
     of = f" {metric}" if metric else ""
     if plan.op == "compare":
-        first, second = values[0].text, values[-1].text
         verb = plan.wording if shown == "Yes" else f"not {plan.wording}"
-        return f"{shown}: {a}{of} ({first}) is {verb} than {b}{of} ({second})"
+        return (f"{shown}: {a}{of} ({values[0].text}) is {verb} than {b}{of} "
+                f"({values[-1].text})")
     if plan.op == "convert":
         return f"{a[:1].upper()}{a[1:]}: {shown}"
     if plan.op == "ratio" and plan.wording == "to":
