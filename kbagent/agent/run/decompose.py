@@ -5,11 +5,12 @@
   last?"), and comparisons of parallel items ("Compare Q2 and Q3 gross margin",
   "from Q1 to Q2", "the Business tier ... than the Team tier"). Each part carries
   a search query that keeps the subject of the question (a later clause's "it").
-* :func:`calc_plan_of` recognises the arithmetic a question asks for (percent
-  change, percentage points, difference, sum) and what its operands are (a
-  metric at two periods, or for two items); :func:`find_operand` reads an
-  operand's value from the evidence units ("Q2 2026: $9.80M" in a table row,
-  "gross margin of 70.0%" in prose).
+* :func:`~kbagent.agent.run.calc_plan.calc_plan_of` (re-exported here) recognises
+  the arithmetic a question asks for; :func:`find_operand` reads an operand's value
+  from the evidence units ("Q2 2026: $9.80M" in a table row, "gross margin of
+  70.0%" or "managers get 25 days" in prose), with its unit or the product or rate
+  written after it; :func:`arithmetic` writes the calculator expression, operands
+  converted to one unit.
 
 Everything here is a heuristic over English questions; when it does not
 recognise a question it returns one part and no plan, and the answer is the
