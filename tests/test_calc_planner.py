@@ -139,6 +139,38 @@ def test_a_figure_is_read_next_to_its_own_item_not_the_first_after_the_metric() 
     assert m.number == 25
 
 
+SETTINGS_TABLE = """# Defaults
+
+| Setting | Default | Notes |
+|---|---|---|
+| connect_timeout | 5000 ms | per attempt |
+| retry_cap | 30 s | total |
+| max_body | 4 MiB | request body |
+
+| Role | PTO days |
+|---|---|
+| Manager | 25 |
+| Intern | 15 |
+"""
+
+
+def test_table_rows_name_settings_in_snake_case_and_columns_carry_units() -> None:
+    units = units_of(cite(SETTINGS_TABLE, path="docs/defaults.md"))
+    longer = calc_plan_of("How much longer is the retry cap than the connect timeout?")
+    assert longer is not None
+    values = [find_operand(o, units) for o in longer.operands]
+    assert [v.text if v else None for v in values] == ["30 s", "5000 ms"]
+    assert expression(longer, [v for v in values if v]) == "30 - (5000 / 1000)"
+    pto = calc_plan_of("How many more PTO days does a manager get than an intern?")
+    assert pto is not None
+    days = [find_operand(o, units) for o in pto.operands]
+    assert [v.text if v else None for v in days] == ["25 days", "15 days"]
+    body = calc_plan_of("How many bytes is the max body?")
+    assert body is not None
+    size = find_operand(body.operands[0], units)
+    assert size is not None and expression(body, [size]) == "4 * 1048576"
+
+
 # ---------------------------------------------------------------- end to end
 DOCS = {
     "hr/leave.md": (

@@ -30,10 +30,12 @@ from kbagent.agent.run.quantities import (
     Measure,
     best_unit,
     compound_at,
+    num_text,
     scale,
     unit_after,
     unit_match,
 )
+from kbagent.agent.run.quantities import measure as unit_of
 
 __all__ = ["CalcPlan", "Operand", "Part", "Value", "calc_plan_of", "expression",
            "find_operand", "metric_of", "parse_value", "parts_of"]
@@ -142,7 +144,7 @@ def parse_value(text: str) -> float | None:
 
 
 def _tokens(text: str) -> set[str]:
-    return content_tokens(text)
+    return content_tokens(text.replace("_", " "))  # "retry_cap" names the retry cap
 
 
 def _with_synonyms(tokens: set[str]) -> set[str]:
@@ -225,7 +227,8 @@ def find_operand(op: Operand, units: list[Unit], like: str = "") -> Value | None
     a day of a date) in prose that names the item (or whose file does). A value of
     another kind than ``like`` (money, percent, a duration, a size, plain) ranks lower.
     An operand without a metric ("retry cap") is its own metric."""
-    if not op.metric.strip():
+    itself = not op.metric.strip()  # the item is the quantity ("retry cap")
+    if itself:
         op = Operand(op.item, op.item)
     item_t, metric_t = _tokens(op.item), _with_synonyms(_tokens(op.metric))
     core = {t for t in item_t if not re.fullmatch(r"(19|20)\d\d", t)} or item_t
@@ -233,12 +236,18 @@ def find_operand(op: Operand, units: list[Unit], like: str = "") -> Value | None
     best: tuple[float, Value] | None = None
 
     def offer(score: float, m: re.Match[str] | None, text: str, u: Unit,
-              group: int | str = 0) -> None:
+              group: int | str = 0, header: str = "") -> None:
         nonlocal best
         if m is None:
             return
         number = parse_value(m.group(group))
         shown, measure, compound = _value(m.start(group), m.end(group), text)
+        if measure is None and compound is None and not re.search(r"[$€£%]", shown):
+            # a column's unit: "PTO days: 25", "Timeout (ms): 250"
+            measure = next((x for w in re.findall(r"[A-Za-z%]+", header)
+                            if (x := unit_of(w)) is not None and len(w) > 1
+                            and w.lower() not in ("min", "hr", "h")), None)
+            shown = f"{shown} {measure.name}" if measure else shown
         if group == "val" and measure is None:
             shown = m.group("val") + m.group("suffix")
         if like and _kind(shown) != _kind(like):
@@ -261,10 +270,16 @@ def find_operand(op: Operand, units: list[Unit], like: str = "") -> Value | None
         # the item's row: "Tier: Team; Price: $499 per month"
         if pairs and any(core <= _tokens(v) and len(_tokens(v)) <= len(core) + 2
                          for _, v in pairs):
+            numbered = [(label, value) for label, value in pairs
+                        if not core <= _tokens(value) and _NUMBER_AFTER.search(value)]
             for label, value in pairs:
                 if metric_t & _tokens(label):
                     n = _NUMBER_AFTER.search(value)
-                    offer(2.5 - rank * 0.01, n, value, u)
+                    offer(2.5 - rank * 0.01, n, value, u, header=label)
+            if itself and numbered:  # "Setting: retry_cap; Default: 30 s": its value
+                label, value = numbered[0]
+                offer(2.4 - rank * 0.01, _NUMBER_AFTER.search(value), value, u,
+                      header=label)
         # prose naming the item (or in the item's file): the number after the metric
         path_t = _tokens(u.context.split("  ")[0]) if "  " in u.context else context_t
         in_text = item_t <= _tokens(u.text)
@@ -290,7 +305,7 @@ def _in(v: Value) -> tuple[str, float, Measure | None]:
         return c.expr, c.number, c.unit
     if c is not None:
         return c.expr, c.number, None
-    return f"{v.number:g}", v.number, v.measure
+    return num_text(v.number), v.number, v.measure
 
 
 def _wrap(expr: str) -> str:

@@ -138,8 +138,11 @@ def _num(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def _g(x: float) -> str:
-    return f"{x:g}" if abs(x) < 1e15 else f"{x:.0f}"
+def num_text(x: float) -> str:
+    """A number for a calculator expression, exact for whole numbers."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))  # 1048576, not 1.04858e+06
+    return f"{x:.12g}"
 
 
 def compound_at(text: str, start: int) -> Compound | None:
@@ -147,12 +150,12 @@ def compound_at(text: str, start: int) -> Compound | None:
     m = _PRODUCT.match(text, start)
     if m and (u := measure(m.group("u"))) is not None:
         n, v = _num(m.group("n")), _num(m.group("m"))
-        return Compound(f"{_g(n)} * {_g(v)}", n * v, m.group(), u)
+        return Compound(f"{num_text(n)} * {num_text(v)}", n * v, m.group(), u)
     r = _RATE.match(text, start)
     if r and (t := measure(r.group("t"))) is not None and t.dim == "time":
         n = _num(r.group("n"))
         every = _num(r.group("m")) if r.group("m") else 1.0
-        expr = f"{_g(n)} / {_g(every)}" if r.group("m") else _g(n)
+        expr = f"{num_text(n)} / {num_text(every)}" if r.group("m") else num_text(n)
         return Compound(expr, n / every, r.group(), None, r.group("what").lower(), t)
     return None
 
@@ -164,11 +167,11 @@ def scale(expr: str, factor: float) -> str:
         return expr
     wrapped = expr if re.fullmatch(r"[\d.]+", expr) else f"({expr})"
     if factor >= 1:
-        return f"{wrapped} * {_g(factor)}"
+        return f"{wrapped} * {num_text(factor)}"
     inverse = 1 / factor
     if abs(inverse - round(inverse)) < 1e-9:
         return f"{wrapped} / {round(inverse)}"
-    return f"{wrapped} * {_g(factor)}"
+    return f"{wrapped} * {num_text(factor)}"
 
 
 def best_unit(units: list[Measure], result_base: float) -> Measure:
