@@ -215,6 +215,8 @@ def _ask(kb: KnowledgeBase, question: str):
     ("How many bytes does the page cache hold?", "(1000 * 4) * 1024", "4,096,000 bytes"),
     ("How many pages per second does the flusher write?", "(5 / 250) * 1000",
      "20 pages per second"),
+    ("Is the retry cap longer than 10 seconds?", "30 - 10", "Yes"),
+    ("Is the connect timeout shorter than 2 s?", "2 * 1000 - 5000", "No"),
 ])
 def test_the_answer_leads_with_the_computed_result(calc_kb: KnowledgeBase, question: str,
                                                    expr: str, lead: str) -> None:
@@ -227,6 +229,9 @@ def test_the_answer_leads_with_the_computed_result(calc_kb: KnowledgeBase, quest
     assert all(f"[{n}]" in result.short_answer for n in first.cited)
     quotes = [x for x in result.sentences if x.role == "quote"]
     assert quotes and all(x.cited for x in quotes)
+    plan = calc_plan_of(question)
+    assert plan is not None  # one quote per operand found in a source, none for a literal
+    assert len(quotes) == sum(1 for o in plan.operands if not o.literal)
     assert result.sentences[-1].role == "calculation" and "(calculated)" in result.answer
     assert all(not x.numbers_missing for x in result.sentences)
     assert first.supported is True

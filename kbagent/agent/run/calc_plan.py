@@ -40,6 +40,14 @@ class Operand:
     item: str  # the period or thing whose value is needed ("Q2 2026", "retry cap")
     metric: str  # what is measured ("revenue", "gross margin"; "" : the item itself)
 
+    @property
+    def literal(self) -> bool:
+        """A figure the question itself gives ("longer than 10 seconds")."""
+        return bool(LITERAL.match(self.item))
+
+
+LITERAL = re.compile(r"^[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?[%A-Za-z]+)?$")
+
 
 @dataclass
 class CalcPlan:
@@ -191,6 +199,8 @@ def _split_period(item: str, metric: str) -> Operand:
     revenue" -> ("Q3 2026", "revenue"), "FY2026 revenue plan" -> ("FY2026", "revenue
     plan")."""
     m = _PERIOD.search(item)
+    if LITERAL.match(item):
+        return Operand(item, "")
     if m is None or m.group().strip() == item.strip():
         return Operand(item, metric)
     rest = f"{item[:m.start()]} {item[m.end():]}".split()

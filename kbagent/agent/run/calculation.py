@@ -18,9 +18,16 @@ from kbagent.agent.answer.evidence import Unit, missing_facts, numbers_in, units
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.support import overlap
 from kbagent.agent.events import AnswerDelta, Event
-from kbagent.agent.run.decompose import CalcPlan, Value, arithmetic, find_operand, kind_of
+from kbagent.agent.run.decompose import (
+    CalcPlan,
+    Value,
+    arithmetic,
+    find_operand,
+    kind_of,
+    parse_value,
+)
 from kbagent.agent.run.harness_steps import calculate_step, search_step
-from kbagent.agent.run.quantities import Measure
+from kbagent.agent.run.quantities import Measure, unit_after
 from kbagent.agent.run.state import RunState
 
 OPERAND_TOP_K = 15  # hits per operand search: a figure often sits in a table row, which
@@ -44,6 +51,10 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
     values: list[Value] = []
     pools: list[list[Unit]] = []
     for op in plan.operands:
+        if op.literal:  # "more than 10 seconds": the question's own figure
+            values.append(literal_value(op.item))
+            pools.append([])
+            continue
         what = op.metric or op.item
         query = f"{op.metric} {op.item}".strip()
         thought = (f"I need the {op.metric} for {op.item}." if op.metric else
@@ -58,7 +69,7 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
         if value is None or not what:
             return False
         values.append(value)
-    if len(values) > 1 and kind_of(values[0].text) != kind_of(values[1].text):
+    if len(values) > 1 and kind_of(values[0].text) != kind_of(values[1].text) and pools[0]:
         # the first operand was read with nothing to be like: read it again like the
         # second ("$11.20M", not "11,200" from a table in thousands)
         again = find_operand(plan.operands[0], pools[0], like=values[1].text)
@@ -72,11 +83,13 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
         return False
     shown = result_text(plan, values, result, unit)
     g.extra_numbers |= numbers_in(result) | numbers_in(expr) | numbers_in(shown)
-    cited = list(dict.fromkeys(v.unit.n for v in values))
+    cited = list(dict.fromkeys(v.unit.n for v in values if v.unit.n))
     markers = "".join(f"[{n}]" for n in cited)
     s.short_answer = f"{shown} {markers}"
     yield _lead(s, f"{lead_text(plan, values, shown)} {markers}. ", cited)
     for op, v in zip(plan.operands, values, strict=True):
+        if op.literal:
+            continue
         g.used.add((v.unit.n, v.unit.position))
         metric = " ".join(dict.fromkeys(op.metric.split()))
         name = f"{metric[:1].upper()}{metric[1:]} for {op.item}" if metric else \
@@ -85,6 +98,14 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
     yield _say(s, f"Calculation: {expr.replace('*', '×')} = {result} (calculated). ",
                "calculation")
     return True
+
+
+def literal_value(text: str) -> Value:
+    """A figure written in the question, as an operand (cited nowhere: citation 0)."""
+    digits = re.match(r"[$€£]?\d[\d,]*(?:\.\d+)?", text)
+    end = digits.end() if digits else 0
+    return Value(parse_value(text) or 0.0, text, Unit(0, text, "", 0),
+                 unit_after(text, end))
 
 
 def _lead(s: RunState, text: str, cited: list[int]) -> Event:
@@ -133,6 +154,8 @@ def lead_text(plan: CalcPlan, values: list[Value], shown: str) -> str:
     of = f" {metric}" if metric else ""
     if plan.op == "compare":
         verb = plan.wording if shown == "Yes" else f"not {plan.wording}"
+        if last.literal:
+            return f"{shown}: {a}{of} ({values[0].text}) is {verb} than {b}"
         return (f"{shown}: {a}{of} ({values[0].text}) is {verb} than {b}{of} "
                 f"({values[-1].text})")
     if plan.op == "convert":
