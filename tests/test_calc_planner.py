@@ -56,6 +56,8 @@ def _plan(question: str) -> tuple[str, list[str], str]:
     ("How much less is the intern allowance than the manager allowance?", "difference",
      ["intern", "manager"], "allowance"),
     ("What percentage of employees are engineers?", "share", ["engineers", "employees"], ""),
+    ("How many more days of annual leave do full-time staff get than part-time staff?",
+     "difference", ["full-time", "part-time"], "days annual leave staff"),
 ])
 def test_the_planner_reads_many_phrasings(question: str, op: str, items: list[str],
                                           metric: str) -> None:
@@ -186,6 +188,9 @@ DOCS = {
     "product/plans.md": (
         "# Plans\n\nThe free tier has a storage limit of 2 GB.\n"
         "The team plan has a storage limit of 500 GB.\n"),
+    "product/tiers.md": (
+        "# Tiers\n\nThe Starter tier costs $29 per month and includes 3 seats.\n"
+        "The Growth tier costs $199 per month and includes 25 seats.\n"),
 }
 
 
@@ -216,6 +221,9 @@ def _ask(kb: KnowledgeBase, question: str):
     ("How many pages per second does the flusher write?", "(5 / 250) * 1000",
      "20 pages per second"),
     ("Is the retry cap longer than 10 seconds?", "30 - 10", "Yes"),
+    ("How many more seats does the Growth tier include than the Starter tier?", "25 - 3",
+     "22"),
+    ("Is the Growth tier cheaper than the Starter tier?", "29 - 199", "No"),
     ("Is the connect timeout shorter than 2 s?", "2 * 1000 - 5000", "No"),
 ])
 def test_the_answer_leads_with_the_computed_result(calc_kb: KnowledgeBase, question: str,

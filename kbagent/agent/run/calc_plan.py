@@ -150,12 +150,13 @@ def _items(a_raw: str, b_raw: str, aux: str = "") -> tuple[str, str]:
     b = _clean(b_raw)
     possessive = re.search(r"['’]s\b", b_raw) or re.match(r"\s*th(?:at|ose) of\b", b_raw)
     a = re.sub(r"^.*?\b(?:that|whether|if)\s+", "", a_raw.strip(), flags=re.IGNORECASE)
+    verb_gone = _TAIL_AUX.search(a) is not None  # "do full-time staff get"
     a = _TAIL_AUX.sub("", a)
     own = re.match(r"(?P<x>.+?)['’]s?\s+\S", a)
     a = _DET.sub("", own.group("x") if own else a).strip()
     a_words, nb = a.split(), len(b.split())
     do_aux = aux.lower() in ("does", "do", "did", "can", "could", "will", "would")
-    if do_aux and not own and len(a_words) > 1:
+    if do_aux and not own and not verb_gone and len(a_words) > 1:
         a_words = a_words[:-1]  # "does a manager get": the last word is the verb
         a = " ".join(a_words)
     if not own and len(a_words) > nb and (do_aux or possessive or (
@@ -182,6 +183,9 @@ def _period(item: str, year: re.Match[str] | None) -> str:
 # than B": B - A); "faster" and "slower" depend on whether durations are compared
 INVERSE = frozenset("less fewer lower smaller shorter cheaper earlier lighter narrower "
                     "less expensive younger".split()) | {"less expensive"}
+
+
+_PRICED = frozenset({"cheaper", "more expensive", "less expensive"})
 
 
 def _two(op: str, a: str, b: str, question: str, year: re.Match[str] | None,
@@ -225,6 +229,11 @@ def calc_plan_of(question: str) -> CalcPlan | None:
     if yes_no:
         a, b = _items(yes_no.group("a"), yes_no.group("b"), yes_no.group("aux"))
         plan = _two("compare", a, b, question, year, yes_no.group("cmp").lower())
+        if plan is not None and plan.wording in _PRICED and not _about_quantity(
+                question, plan.metric, [a, b]):  # "is the Growth tier cheaper": its price
+            plan.metric = f"{plan.metric} price".strip()
+            plan.operands = [o if o.literal else Operand(o.item, plan.metric)
+                             for o in plan.operands]
         if plan is not None and _about_quantity(question, plan.metric, [a, b]):
             return plan
         return None

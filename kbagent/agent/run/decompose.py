@@ -196,7 +196,7 @@ def _value(start: int, end: int, text: str
 _PREP_BEFORE = re.compile(r"\s+(?:in|for|at|during|on|by)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
-def _near_item(op: Operand, text: str) -> re.Match[str] | None:
+def _near_item(op: Operand, text: str, metric_t: set[str]) -> re.Match[str] | None:
     """The number that belongs to the item named in ``text``: "71.4% in Q2" (a number
     right before "in/for <item>"), else the first number after the item ("managers get
     25 days", "the retry cap is 30 s") before any other number's item."""
@@ -210,11 +210,13 @@ def _near_item(op: Operand, text: str) -> re.Match[str] | None:
             if prev and before.start() - prev[-1].end() < 3:
                 return prev[-1]
         end = at + len(op.item)
-        n = _NUMBER_AFTER.search(text, end)
-        while n is not None and _is_date_part(text, n.start(), n.end()):
-            n = _NUMBER_AFTER.search(text, n.end())
-        if n is not None and n.start() - end < 80:
-            return n
+        after = [n for n in _NUMBER_AFTER.finditer(text, end) if n.start() - end < 80
+                 and not _is_date_part(text, n.start(), n.end())]
+        # "costs $199 per month and includes 25 seats": the number the metric follows
+        named = [n for n in after if _tokens(" ".join(text[n.end():].split()[:2]))
+                 & metric_t]
+        if named or after:
+            return (named or after)[0]
     return None
 
 
@@ -284,7 +286,7 @@ def find_operand(op: Operand, units: list[Unit], like: str = "") -> Value | None
         path_t = _tokens(u.context.split("  ")[0]) if "  " in u.context else context_t
         in_text = item_t <= _tokens(u.text)
         if about >= need and in_text and not pairs:
-            offer(1.6 + about * 0.5 - rank * 0.01, _near_item(op, u.text), u.text, u)
+            offer(1.6 + about * 0.5 - rank * 0.01, _near_item(op, u.text, metric_t), u.text, u)
         if about >= need and item_t <= _tokens(u.text) | path_t:
             low = u.text.lower()
             positions = [low.find(w.lower()) for w in op.metric.split() if w.lower() in low]
