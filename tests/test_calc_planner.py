@@ -222,7 +222,7 @@ def _ask(kb: KnowledgeBase, question: str):
      "20 pages per second"),
     ("Is the retry cap longer than 10 seconds?", "30 - 10", "Yes"),
     ("How many more seats does the Growth tier include than the Starter tier?", "25 - 3",
-     "22"),
+     "22 seats"),
     ("Is the Growth tier cheaper than the Starter tier?", "29 - 199", "No"),
     ("Is the connect timeout shorter than 2 s?", "2 * 1000 - 5000", "No"),
 ])

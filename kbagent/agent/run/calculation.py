@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator
 
+from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import Unit, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.support import overlap
@@ -210,4 +211,16 @@ def result_text(plan: CalcPlan, values: list[Value], result: str,
     first = values[0].text
     prefix = first[0] if first[:1] in "$€£" else ""
     suffix = first.rstrip(")")[-1] if first.rstrip(")")[-1:] in "MKB%" else ""
-    return f"{prefix}{text}{suffix}"
+    return f"{prefix}{text}{suffix}{_counted(values[0], plan)}"
+
+
+def _counted(v: Value, plan: CalcPlan) -> str:
+    """What a plain figure counts, when the source names it right after the figure
+    and the question asks about it ("25 seats": " seats")."""
+    at = v.unit.text.find(v.text)
+    if at < 0 or not re.fullmatch(r"[\d,.]+", v.text):
+        return ""
+    m = re.match(r"\s+([A-Za-z][\w-]*)", v.unit.text[at + len(v.text):])
+    if m and content_tokens(m.group(1)) & content_tokens(plan.metric):
+        return f" {m.group(1)}"
+    return ""
