@@ -86,7 +86,6 @@ _SHARE = re.compile(r"\bwhat\s+(?:fraction|share|percentage|percent|proportion|p
 _AS_SHARE = re.compile(r"\b(?:what\s+is\s+|how\s+large\s+is\s+)?(?P<a>.+?)\s+as\s+an?\s+"
                        r"(?:fraction|share|percentage|percent|proportion)\s+of\s+(?P<b>.+?)"
                        r"[\s?.!]*$", re.IGNORECASE)
-_TIMES_RATIO = re.compile(r"\bhow many times\b", re.IGNORECASE)
 _DET = re.compile(r"^(?:the|a|an|our|its|their|your|each|every|one|this|that|that of|"
                   r"those of)\s+", re.IGNORECASE)
 _PREP = ("in", "for", "at", "on", "during", "of", "with", "under", "per")
