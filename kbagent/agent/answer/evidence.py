@@ -120,6 +120,10 @@ class SentenceVectors:
         return [float(self.vectors[t] @ q) for t in texts]
 
 
+def _words(stems: Iterable[str]) -> set[str]:
+    return {x for t in stems for x in content_tokens(t.replace("_", " "))}
+
+
 def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None,
                 vectors: SentenceVectors | None = None) -> list[Scored]:
     """Units best first, by question coverage (rarity-weighted words, the words of the
@@ -127,8 +131,11 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     meaning to the question (the sentence embedder: a paraphrase shares no word) and
     small preferences: an earlier retrieval rank, a shorter unit."""
     f = focus_of(question)
-    # not the s of "Kestrel's" (a CJK character is a word)
-    terms = {t for t in f.terms if len(t) > 1 or not (t.isascii() and t.isalpha())}
+    # identifiers read as words, as in the units (memo_cache: "memo", "cache"); not the
+    # s of "Kestrel's" (a CJK character is a word)
+    terms = {t for t in _words(f.terms) if len(t) > 1 or not (t.isascii() and t.isalpha())}
+    focus = _words(f.focus)
+    named = [n.lower() for n in f.named if len(n) > 2]
     if not terms or not units:
         return []
     # identifiers read as words: MAX_DELAY_S holds "delay"
@@ -137,7 +144,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     n = len(units)
     df = {t: sum(1 for tok in tokens if t in tok) for t in terms}
     rarity = {t: math.log((n + 1) / (df[t] + 0.5)) + 1.0 for t in terms}
-    idf = {t: w * (1.0 + FOCUS_BOOST * (t in f.focus)) for t, w in rarity.items()}
+    idf = {t: w * (1.0 + FOCUS_BOOST * (t in focus)) for t, w in rarity.items()}
     kind_weight = 2 * TYPE_WEIGHT * max(rarity.values())
     # the kind of answer asked for adds to a unit that gives one, but a question is not
     # less covered for asking it ("Explain retries" is answered by what retries do)
@@ -152,6 +159,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_of_answer(question, u.text)
+        low = u.text.lower()
+        own += kind_weight * sum(1 for x in named if x in low)  # "memo_cache" verbatim
         raw = (own + extra + (kind_weight if kind else 0.0)) / total
         coverage = min(1.0, raw)
         present = (own + extra) / (total - gone) if total > gone else 0.0
