@@ -1,0 +1,316 @@
+"""The multi-hop path of ``--mode auto`` (grounded runs): bridge and comparison
+questions (:func:`~kbagent.agent.run.router.multi_hop`) answered by the harness's own
+searches, each a visible step, with no ReAct step of the model.
+
+* **Searches.** The question first; then the follow-ups
+  :mod:`~kbagent.agent.run.hops` proposes from the hits so far (a bridge: the name in
+  the first-hop document that the question lacks, with the question's remaining
+  words, "Shirley Temple government position held"; a comparison: each compared
+  thing no hit's title names yet), at most :data:`MAX_HOPS`, within the run's step
+  and time limits and its cancel token.
+* **Bridge answer.** The answer leads with the *second hop's* fact: the sentence of
+  the document a follow-up found (the bridge entity's own document first) that best
+  answers the question's words the first hop did not, quoted and cited; then the
+  first-hop sentence that names the bridge (why that document), then the model's
+  answer from that evidence, second hop first (checked like any answer).
+* **Comparison answer.** Each compared thing's best sentence, quoted; a question of
+  order ("Who is older, A or B?", "Who was born first ...?") is decided by the first
+  dates of their documents, and a question for a shared attribute ("What nationality
+  were A and B?") by the nationality both documents give; the decision leads the
+  answer and is the short answer ("Terry Richardson [2]"). Otherwise the model
+  answers from the quoted sentences.
+
+A question whose follow-ups find nothing new is answered as the one-search path
+answers it (:func:`~kbagent.agent.run.final_turn.grounded_final`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+
+from kbagent.agent.answer.citations import Citation, content_tokens
+from kbagent.agent.answer.evidence import Scored, Unit, score_units, units_of
+from kbagent.agent.answer.grounding import Grounding, doc_name, quote
+from kbagent.agent.cancel import CancelToken
+from kbagent.agent.events import AnswerDelta, Event
+from kbagent.agent.run import prompts
+from kbagent.agent.run.endings import cancelled
+from kbagent.agent.run.final_turn import EVIDENCE_UNITS, AnswerTurn, abstain, grounded_final
+from kbagent.agent.run.harness_steps import search_step
+from kbagent.agent.run.hops import covered, title_of
+from kbagent.agent.run.router import HopKind, pair
+from kbagent.agent.run.search_memory import pending_followups
+from kbagent.agent.run.state import AgentConfig, RunState
+
+MAX_HOPS = 2  # follow-up searches after the question's own
+SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
+
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_MONTHS = ("january february march april may june july august september october november "
+           "december").split()
+_DATE = re.compile(
+    r"\b(?:(?P<d1>\d{1,2})\s+(?P<m1>[A-Z][a-z]+)\s+(?P<y1>\d{4})|"
+    r"(?P<m2>[A-Z][a-z]+)\s+(?P<d2>\d{1,2}),?\s+(?P<y2>\d{4})|(?P<y3>1[0-9]{3}|20[0-9]{2}))\b")
+_EARLIER = re.compile(r"\b(?:older|oldest|first|earlier|earliest|before|sooner)\b", re.I)
+_LATER = re.compile(r"\b(?:younger|youngest|later|latest|more recent(?:ly)?|most recent(?:ly)?|"
+                    r"newer|newest|last)\b", re.I)
+_NATIONALITY = re.compile(r"\bnationalit(?:y|ies)\b", re.I)
+_NATIONS = frozenset(
+    "american british english french german italian spanish canadian australian irish "
+    "scottish welsh japanese chinese korean indian russian mexican dutch swedish danish "
+    "norwegian finnish polish greek turkish brazilian argentine argentinian portuguese "
+    "austrian swiss belgian egyptian israeli iranian pakistani nigerian south-african "
+    "new-zealand filipino thai vietnamese indonesian ukrainian czech hungarian romanian "
+    "serbian croatian cuban chilean colombian peruvian venezuelan".split())
+
+
+@dataclass
+class Hop:
+    """One search of the path: its query and the citations it added to the run."""
+
+    query: str
+    new: list[int] = field(default_factory=list)
+
+
+def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
+            answer_turn: AnswerTurn) -> Generator[Event, None, bool]:
+    """Search the question and its follow-ups, then answer (the ``Final`` event is the
+    caller's); True when the run already ended (a cancel, a failed model call)."""
+    hops: list[Hop] = []
+    step = 0
+    query: str | None = s.question
+    while query is not None:
+        if cancel.is_set():
+            yield from cancelled(s)
+            return True
+        step += 1
+        before = {c.n for c in s.ledger}
+        thought = (prompts.RAG_THOUGHT if not hops else
+                   f'The question turns on a second document: I will search "{query}".')
+        out = yield from search_step(s, step, query, thought, cfg.rag_top_k)
+        hops.append(Hop(query, [n for n in out.citations if n not in before]))
+        pending = pending_followups(s)
+        query = None
+        if (pending and len(hops) <= MAX_HOPS and step + 1 < cfg.max_steps
+                and s.clock.perf_counter() < s.deadline):
+            query = pending[0]
+    if cancel.is_set():
+        yield from cancelled(s)
+        return True
+    step += 1
+    second = [n for h in hops[1:] for n in h.new]
+    if kind == "comparison":
+        return (yield from _comparison(s, step, cfg.rag_top_k, answer_turn))
+    if not second:
+        return (yield from grounded_final(s, step, True, top_k=cfg.rag_top_k,
+                                          answer_turn=answer_turn))
+    return (yield from _bridge(s, step, hops, answer_turn))
+
+
+# ------------------------------------------------------------------ bridge
+def _g(s: RunState) -> Grounding:
+    g = s.processor.grounding
+    assert g is not None
+    return g
+
+
+def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
+    sent = s.processor.emit(text, role, cited)
+    return AnswerDelta(sent.text, sent.supported)
+
+
+def _quote(s: RunState, unit: Unit) -> Event:
+    _g(s).used.add((unit.n, unit.position))
+    c = s.ledger.get(unit.n)
+    return _say(s, quote(unit, c.path if c else "") + " ", "quote")
+
+
+def _title(c: Citation) -> str:
+    return title_of(c.path, c.heading)
+
+
+def second_hop_units(question: str, hops: list[Hop], cites: list[Citation]) -> list[Scored]:
+    """The second hop's sentences, best first: those of the documents the follow-ups
+    found, the bridge entity's own document (its title is in the follow-up's query)
+    before the rest, each scored by the question (its answer type too) and by the
+    follow-up query (the bridge name and the words the first hop did not answer)."""
+    by_n = {c.n: c for c in cites}
+    ranked: list[tuple[float, int, Scored]] = []
+    for order, h in enumerate(hops[1:]):
+        q = content_tokens(h.query)
+        own = [n for n in h.new if n in by_n and (t := content_tokens(_title(by_n[n])))
+               and t <= q]
+        pool = own or h.new[:1]
+        units = [u for n in pool for u in units_of(by_n[n])]
+        whole = {(x.unit.n, x.unit.position): x for x in score_units(question, units)}
+        for x in score_units(h.query, units):
+            y = whole.get((x.unit.n, x.unit.position))
+            total = x.score + (y.score if y else 0.0) - 0.01 * x.unit.position
+            ranked.append((-total + order, x.unit.position, Scored(x.unit, total, x.coverage)))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    return [r[2] for r in ranked]
+
+
+def bridge_unit(hops: list[Hop], cites: list[Citation], first: set[int]) -> Unit | None:
+    """The first-hop sentence that names the second hop's document (why it was
+    searched): a unit of a first-hop chunk holding the follow-up's leading name."""
+    if len(hops) < 2:
+        return None
+    lead = " ".join(hops[1].query.split()[:3]).casefold()
+    for c in cites:
+        if c.n not in first:
+            continue
+        for u in units_of(c):
+            words = u.text.casefold()
+            if lead.split()[0] in words and lead.split()[-1] in words:
+                return u
+    return None
+
+
+def _bridge(s: RunState, step: int, hops: list[Hop], answer_turn: AnswerTurn
+            ) -> Generator[Event, None, bool]:
+    g = _g(s)
+    evidence = g.evidence(limit=EVIDENCE_UNITS)
+    reason = g.silent_reason(evidence)
+    if reason is not None:
+        yield from abstain(s, evidence, reason)
+        return False
+    cites = list(s.ledger)
+    second = second_hop_units(s.question, hops, cites)
+    lead: list[Unit] = []
+    for x in second:
+        if len(lead) >= SECOND_HOP_QUOTES:
+            break
+        if lead and x.unit.n != lead[0].n:
+            continue
+        lead.append(x.unit)
+    first = {n for n in hops[0].new}
+    via = bridge_unit(hops, cites, first)
+    shown = [*lead, *([via] if via else [])]
+    for u in shown:
+        yield _quote(s, u)
+    rest = [e.unit for e in evidence if (e.unit.n, e.unit.position) not in
+            {(u.n, u.position) for u in shown}]
+    message = _sources_message(s, [*shown, *rest][:EVIDENCE_UNITS])
+    return (yield from answer_turn(s, step, True, message))
+
+
+def _sources_message(s: RunState, units: list[Unit]) -> str:
+    by_chunk: dict[int, list[str]] = {}
+    for u in units:
+        by_chunk.setdefault(u.n, []).append(u.text)
+    sources = []
+    for n, texts in by_chunk.items():
+        c = s.ledger.get(n)
+        sources.append((n, f"({doc_name(c.path) if c else ''}) " + " ".join(texts)))
+    return prompts.sources_message(s.question, sources, s.notes)
+
+
+# -------------------------------------------------------------- comparison
+def entity_chunks(entity: str, cites: list[Citation]) -> list[Citation]:
+    """The gathered chunks about ``entity``: its own document (the title is the name),
+    else chunks that name it."""
+    own = [c for c in cites if covered(entity, [_title(c)])]
+    if own:
+        return own
+    low = entity.casefold()
+    return [c for c in cites if low in c.text.casefold()]
+
+
+def first_date(text: str) -> tuple[int, int, int] | None:
+    """The first date in ``text`` as (year, month, day), a bare year as (year, 0, 0)."""
+    for m in _DATE.finditer(text):
+        if m.group("y3"):
+            return int(m.group("y3")), 0, 0
+        month = (m.group("m1") or m.group("m2") or "").lower()
+        if month not in _MONTHS:
+            year = _YEAR.search(m.group())
+            if year:
+                return int(year.group()), 0, 0
+            continue
+        day = int(m.group("d1") or m.group("d2"))
+        return int(m.group("y1") or m.group("y2")), _MONTHS.index(month) + 1, day
+    return None
+
+
+def nationality(text: str) -> str:
+    """The first nationality word in ``text`` ("American"), "" if none."""
+    for m in re.finditer(r"[A-Z][a-z]+", text):
+        if m.group().lower() in _NATIONS:
+            return m.group()
+    return ""
+
+
+def decide(question: str, things: list[tuple[str, str]]) -> int | None:
+    """Which of the compared ``things`` ((name, text of its document)) the question
+    picks: by the first dates for "older/first/earlier" and "younger/later"; None
+    when the texts do not settle it."""
+    earlier, later = _EARLIER.search(question), _LATER.search(question)
+    if bool(earlier) == bool(later):
+        return None
+    dates = [first_date(text) for _, text in things]
+    if any(d is None for d in dates) or len(set(dates)) < len(dates):
+        return None
+    keyed = [(d, i) for i, d in enumerate(dates) if d is not None]
+    return (min(keyed) if earlier else max(keyed))[1]
+
+
+def shared_nationality(question: str, things: list[tuple[str, str]]) -> str:
+    """The nationality both things' documents give, for "What nationality were A and
+    B?" ("" when the question does not ask it or they differ)."""
+    if not _NATIONALITY.search(question) or re.match(r"\s*(?:are|were|is|was)\b", question,
+                                                      re.I):
+        return ""
+    found: set[str] = {nationality(text) for _, text in things}
+    return found.pop() if len(found) == 1 else ""
+
+
+def _comparison(s: RunState, step: int, top_k: int, answer_turn: AnswerTurn
+                ) -> Generator[Event, None, bool]:
+    g = _g(s)
+    names = pair(s.question)
+    cites = list(s.ledger)
+    things: list[tuple[str, str]] = []
+    best: list[Unit] = []
+    rest_words = " ".join(w for w in s.question.split()
+                          if not content_tokens(w) & content_tokens(" ".join(names)))
+    for name in names:
+        chunks = entity_chunks(name, cites)
+        things.append((name, " ".join(c.text for c in chunks)))
+        units = [u for c in chunks for u in units_of(c)]
+        scored = score_units(f"{name} {rest_words}", units)
+        if scored:
+            best.append(scored[0].unit)
+    if len(best) < len(names) or not all(text for _, text in things):
+        return (yield from grounded_final(s, step, True, top_k=top_k,
+                                          answer_turn=answer_turn))
+    pick = decide(s.question, things)
+    common = shared_nationality(s.question, things)
+    yield from _decision(s, names, best, pick, common)
+    for u in best:
+        yield _quote(s, u)
+    if pick is not None or common:
+        return False
+    evidence = g.evidence(limit=EVIDENCE_UNITS)
+    return (yield from answer_turn(s, step, True, _sources_message(
+        s, [*best, *[e.unit for e in evidence if e.unit not in best]][:EVIDENCE_UNITS])))
+
+
+def _decision(s: RunState, names: list[str], best: list[Unit], pick: int | None,
+              common: str) -> Iterator[Event]:
+    """The decided answer first, as the short answer: the picked thing, or the shared
+    nationality."""
+    if pick is not None:
+        n = best[pick].n
+        s.short_answer = f"{names[pick]} [{n}]"
+        yield _say(s, f"{names[pick]} [{n}]. ", "claim", [n])
+    elif common:
+        marks = "".join(f"[{n}]" for n in dict.fromkeys(u.n for u in best))
+        s.short_answer = f"{common} {marks}"
+        yield _say(s, f"{common} {marks}. ", "claim", [u.n for u in best])
+
+
+__all__ = ["MAX_HOPS", "Hop", "bridge_unit", "decide", "entity_chunks", "first_date",
+           "hop_run", "nationality", "second_hop_units", "shared_nationality"]
