@@ -172,16 +172,3 @@ def test_a_gold_answer_inside_curly_quotes_is_found():
                                    "New York City.” [1]"))
     assert row.contains
 
-
-def test_save_answers_keeps_the_short_answer(tmp_path, monkeypatch):
-    from kbagent.cli.eval_commands import _SavedAnswers
-
-    path = tmp_path / "answers.jsonl"
-    saved = _SavedAnswers(path)
-    saved.put({"id": "h1", "requested_mode": "auto", "error": None, "answer": "x [1]",
-               "short_answer": "x [1]"})
-    saved.close()
-    again = _SavedAnswers(path)
-    rec = again.get("h1", "auto")
-    again.close()
-    assert rec is not None and rec["short_answer"] == "x [1]"

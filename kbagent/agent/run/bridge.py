@@ -41,7 +41,7 @@ from kbagent.agent.run import prompts
 from kbagent.agent.run.endings import cancelled
 from kbagent.agent.run.final_turn import EVIDENCE_UNITS, AnswerTurn, abstain, grounded_final
 from kbagent.agent.run.harness_steps import search_step
-from kbagent.agent.run.hops import covered, title_of
+from kbagent.agent.run.hops import covered, names_in, title_of
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
 from kbagent.agent.run.state import AgentConfig, RunState
@@ -160,14 +160,15 @@ def bridge_unit(hops: list[Hop], cites: list[Citation], first: set[int]) -> Unit
     searched): a unit of a first-hop chunk holding the follow-up's leading name."""
     if len(hops) < 2:
         return None
-    lead = " ".join(hops[1].query.split()[:3]).casefold()
+    names = names_in(hops[1].query)
+    if not names:
+        return None
+    name = names[0][0].casefold()
     for c in cites:
-        if c.n not in first:
-            continue
-        for u in units_of(c):
-            words = u.text.casefold()
-            if lead.split()[0] in words and lead.split()[-1] in words:
-                return u
+        if c.n in first:
+            for u in units_of(c):
+                if name in u.text.casefold():
+                    return u
     return None
 
 
