@@ -24,12 +24,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import Citation, clean_text, content_tokens
+from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS  # re-exported
 
-# Words that say what kind of answer is wanted, not what it is about.
-QUESTION_WORDS = frozenset(content_tokens(
-    "what which who whom whose when where why how many much does do did is are was were "
-    "tell me give list show find explain describe please kbagent knowledge base documents "
-    "exactly"))
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")

@@ -1,0 +1,260 @@
+"""What a question asks for: its *focus* and the *kind of answer* it wants.
+
+The evidence ranking (:mod:`~kbagent.agent.answer.evidence`), the abstention check
+(:mod:`~kbagent.agent.answer.grounding`) and the short answer
+(:mod:`~kbagent.agent.answer.short`) read a question through one :class:`Focus`:
+
+* ``terms``: the question's content words (stemmed), without the words that only say
+  what kind of answer is wanted ("what", "how many", "tell me");
+* ``named``: the things the question names, verbatim: code terms (``lru_cache``,
+  ``SQLITE_MAX_ATTACHED``, ``maxsize=``), quoted terms and capitalised names that are
+  not the first word ("Kestrel Gateway");
+* ``focus``: the stems of what is asked about: the named things, the attribute asked
+  for ("default", "maximum", "timeout") and the unit of the answer ("days");
+* ``answer_type``: a number, a duration, a date, a name, an error or exception name, a
+  path, yes/no, a default value, a version, a price, a percentage, a choice between
+  named options, or ``other`` (an explanation: no short answer);
+* ``unit``: the unit a counted answer comes in ("days" for "how many days");
+* ``options``: the two (or more) options of a choice ("A or B?").
+
+Nothing here is tuned to a document set: the rules are about English questions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from kbagent.agent.answer.citations import content_tokens
+
+
+class AnswerType(StrEnum):
+    NUMBER = "number"
+    DURATION = "duration"
+    DATE = "date"
+    NAME = "name"
+    ERROR = "error"
+    PATH = "path"
+    YESNO = "yesno"
+    DEFAULT = "default"
+    VERSION = "version"
+    PRICE = "price"
+    PERCENT = "percent"
+    CHOICE = "choice"
+    OTHER = "other"
+
+
+# Words that say what kind of answer is wanted, not what it is about.
+QUESTION_WORDS = frozenset(content_tokens(
+    "what which who whom whose when where why how many much does do did is are was were "
+    "tell me give list show find explain describe please kbagent knowledge base documents "
+    "exactly"))
+
+TIME_UNITS = (r"(?:milliseconds?|msecs?|ms|microseconds?|us|µs|seconds?|secs?|s|minutes?|mins?|"
+              r"hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?)")
+SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|bits?)"
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+          r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
+
+# what a unit of each kind looks like in a source sentence
+TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
+    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]\d)|\b(?:one|two|three|"
+                                  r"four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
+                                  r"thousand|million|billion)\b", re.I),
+    AnswerType.DURATION: re.compile(rf"\d[\d,.]*\s*{TIME_UNITS}\b|\b(?:an? |one |half an? )"
+                                    r"(?:second|minute|hour|day|week|month|year)\b", re.I),
+    AnswerType.DATE: re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|"
+                                rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|"
+                                r"\b\d{4}-\d\d-\d\d\b|\b(?:1[5-9]|20)\d\d\b"),
+    AnswerType.PRICE: re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKmMbB]|million|"
+                                 r"billion))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|"
+                                 r"euros?|pounds)\b"),
+    AnswerType.PERCENT: re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b|per cent\b)", re.I),
+    AnswerType.VERSION: re.compile(r"\b[vV]?\d+\.\d+(?:\.\d+)*\b|\bversion\s+\w", re.I),
+    AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
+                                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
+                                 r"\bE[A-Z]{3,}\b"),
+    AnswerType.PATH: re.compile(r"(?:(?<=\s)|^|(?<=[\"'`(]))(?:~|\.{1,2})?/[\w.@+-]+"
+                                r"(?:/[\w.@+-]*)*|"
+                                r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
+                                r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
+    AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
+                                   r"\bif (?:not |omitted|unspecified|absent|no )", re.I),
+    AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"
+                                r"[A-Z][\w'&.-]*)*|`[^`]+`"),
+}
+
+_AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
+        r"might|must|isn't|aren't|doesn't|don't|didn't|can't|won't")
+_YESNO = re.compile(rf"^\s*(?:{_AUX})\b", re.I)
+_CHOICE = re.compile(r"(?:^|,|:|\b(?:which|who|what)\b[^?]*?)\s*(?P<a>[^,?]+?)\s+or\s+"
+                     r"(?P<b>[^,?]+?)\s*\??\s*$", re.I)
+_CHOICE_LEAD = re.compile(r"^\s*(?:which|who|what|whose|is|are|was|were|does|do|did)\b", re.I)
+
+# (question pattern, answer type): the first that matches wins
+_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
+    (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
+                r"status code|return code|exit code|signal|warning)s?\b|\b(?:raises?|throws?)\b"
+                r"|\berror (?:code|name)\b", re.I), AnswerType.ERROR),
+    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b|\bsince (?:which|what)"
+                r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
+    (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
+                r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge)\b", re.I),
+     AnswerType.PRICE),
+    (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
+                r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
+    (re.compile(r"\bhow long\b|\bhow often\b|\b(?:what|which)\s+(?:\w+\s+){0,3}(?:timeout|"
+                r"interval|duration|delay|period|lifetime|ttl|backoff)\b|"
+                rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
+     AnswerType.DURATION),
+    (re.compile(r"^\s*when\b|\b(?:what|which)\s+(?:date|day|year|month|decade|century)\b|"
+                r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
+     AnswerType.DATE),
+    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|file|"
+                r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
+                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|located|kept|saved|written|put|"
+                r"placed|found|live|lives)\b", re.I), AnswerType.PATH),
+    (re.compile(r"\bhow (?:many|much)\b|\bwhat(?:'s| is| was| are)? (?:the )?(?:\w+ ){0,2}"
+                r"(?:number|count|maximum|minimum|max|min|limit|size|length|depth|amount|"
+                r"total|capacity|threshold|quota|rate)\b|\bhow (?:large|big|deep|far|high|"
+                r"low|small|wide|tall|old|heavy|fast)\b", re.I), AnswerType.NUMBER),
+    (re.compile(r"\bdefaults?\b|\bby default\b|\bout of the box\b|\bif (?:you )?(?:don't|do not)"
+                r" (?:set|specify|pass|give)\b", re.I), AnswerType.DEFAULT),
+    (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:\w+\s+){0,2}(?:name|person|people|"
+                r"company|team|city|country|state|town|place|author|owner|group|band|film|"
+                r"movie|book|album|song|organization|organisation|university|school|club|"
+                r"language|library|tool|package|module|function|class|method|setting|"
+                r"variable|field|column|table|role|position|nationality|product|service)\b|"
+                r"\bwhat (?:is|was|are|were) (?:it|he|she|they|this|that) called\b|"
+                r"\b(?:called|named)\b", re.I), AnswerType.NAME),
+]
+
+_HOW_MANY_UNIT = re.compile(r"\bhow (?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?"
+                            r"([a-zA-Z][a-zA-Z-]+)", re.I)
+_ATTRIBUTES = frozenset(content_tokens(
+    "default maximum minimum max min limit size length depth timeout interval threshold "
+    "capacity version path directory file name error exception code price cost rate "
+    "percentage deadline lifetime quota retention"))
+_CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\w.]*|\.[A-Za-z_]"
+                        r"\w*)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[A-Z0-9_]*|[A-Za-z_]\w*=[\w.]*)"
+                        r"(?![\w/])")
+_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]")
+_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:of |the |de )?"
+                          r"[A-Z][\w'&.-]*)*)")
+_NOT_NAMES = frozenset(
+    "I A An The What Which Who Whom Whose When Where Why How Is Are Was Were Does Do Did Can "
+    "Could Will Would Should Has Have Had May Might Must If In On At For From With By To Of "
+    "And Or But Tell Give List Show Find Explain Describe Please Out".split())
+
+
+@dataclass(frozen=True)
+class Focus:
+    question: str
+    terms: frozenset[str]
+    focus: frozenset[str]
+    named: tuple[str, ...]
+    answer_type: AnswerType
+    unit: str = ""  # "days" for "how many days", "" when none is asked for
+    options: tuple[str, ...] = ()
+    negated: bool = False  # the question itself is negative ("isn't", "not")
+
+    @property
+    def wants_fact(self) -> bool:
+        """Does the question ask for a fact a few words can state?"""
+        return self.answer_type is not AnswerType.OTHER
+
+    def type_match(self, text: str) -> bool:
+        """Does ``text`` hold an answer of the kind asked for? (Always True for yes/no
+        and explanations: every sentence may answer those.)"""
+        t = self.answer_type
+        if t is AnswerType.CHOICE:
+            low = text.lower()
+            return any(o.lower() in low for o in self.options)
+        pattern = TYPE_PATTERNS.get(t)
+        if pattern is None:
+            return True
+        if t is AnswerType.NAME:
+            return any(not _in_question(m.group(), self.question) and m.start() > 0
+                       for m in pattern.finditer(text))
+        if t is AnswerType.NUMBER and self.unit:
+            unit = re.escape(self.unit.rstrip("s"))
+            return re.search(rf"\d[\d,.]*\s*{unit}", text, re.I) is not None or bool(
+                pattern.search(text))
+        return pattern.search(text) is not None
+
+
+def _in_question(span: str, question: str) -> bool:
+    return span.lower().strip("`") in question.lower()
+
+
+def _options(question: str) -> tuple[str, ...]:
+    if " or " not in question or not _CHOICE_LEAD.search(question):
+        return ()
+    m = _CHOICE.search(question.strip())
+    if m is None:
+        return ()
+    a, b = m.group("a").strip(" ,:"), m.group("b").strip(" ,:?")
+    # "Which is older, the Eiffel Tower or Big Ben?": the options follow the comma
+    if "," in question:
+        tail = question.rsplit(",", 1)[1] if question.count(",") == 1 else ""
+        if tail and " or " in tail:
+            a, b = (x.strip(" ,:?") for x in tail.split(" or ", 1))
+    a = re.sub(r"^(?:the|a|an)\s+", "", a, flags=re.I)
+    b = re.sub(r"^(?:the|a|an)\s+", "", b, flags=re.I)
+    words = a.split()
+    if not words or not b or len(words) > 8 or len(b.split()) > 8:
+        return ()
+    return (a, b)
+
+
+def named_things(question: str) -> tuple[str, ...]:
+    """Code terms, quoted terms and capitalised names of ``question``, in order."""
+    out: list[str] = []
+    for m in _CODE_TERM.finditer(question):
+        term = (m.group(1) or m.group(2) or "").strip()
+        if term and term not in _NOT_NAMES:
+            out.append(term)
+    out += [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    first = len(question) - len(question.lstrip())
+    for m in _CAPITALISED.finditer(question):
+        words = m.group(1).split()
+        if m.start() == first:
+            words = words[1:]
+        while words and words[0] in _NOT_NAMES:
+            words = words[1:]
+        name = " ".join(words)
+        if name and not any(name in x or x in name for x in out):
+            out.append(name)
+    return tuple(dict.fromkeys(x for x in out if x))
+
+
+@lru_cache(maxsize=256)
+def focus_of(question: str) -> Focus:
+    """The focus and answer type of ``question`` (cached: every room asks)."""
+    q = " ".join(question.split())
+    terms = frozenset(content_tokens(q) - QUESTION_WORDS)
+    named = named_things(q)
+    options = _options(q)
+    if options:
+        kind = AnswerType.CHOICE
+    elif _YESNO.match(q):
+        kind = AnswerType.YESNO
+    else:
+        kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
+        if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
+            kind = AnswerType.NAME  # "Which team owns billing?"
+    unit = ""
+    m = _HOW_MANY_UNIT.search(q)
+    if m and m.group(1).lower() not in ("more", "times", "of", "people", "time"):
+        unit = m.group(1).lower()
+    focus = set()
+    for name in named:
+        focus |= content_tokens(name.replace("_", " ")) | content_tokens(name)
+    focus |= terms & _ATTRIBUTES
+    if unit:
+        focus |= content_tokens(unit)
+    negated = re.search(r"\b(?:not|never|no)\b|n't\b", q, re.I) is not None
+    return Focus(q, terms, frozenset(focus & (terms | content_tokens(" ".join(named)))),
+                 named, kind, unit, options, negated)

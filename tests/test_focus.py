@@ -1,0 +1,57 @@
+"""Question focus and answer type (agent/answer/focus.py): what the ranking, the
+abstention check and the short answer read a question as."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbagent.agent.answer.focus import AnswerType, focus_of
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How many days of PTO do employees get?", AnswerType.DURATION),
+    ("How many replicas does the cluster run?", AnswerType.NUMBER),
+    ("What is the maximum upload size?", AnswerType.NUMBER),
+    ("What is the default value of maxsize in lru_cache?", AnswerType.DEFAULT),
+    ("Which exception does json.loads raise on invalid input?", AnswerType.ERROR),
+    ("What error code comes back when the disk is full?", AnswerType.ERROR),
+    ("What shell does subprocess use when shell=True?", AnswerType.PATH),
+    ("Where are the logs stored?", AnswerType.PATH),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", AnswerType.YESNO),
+    ("Does the free tier include SSO?", AnswerType.YESNO),
+    ("Which is older, the Eiffel Tower or Big Ben?", AnswerType.CHOICE),
+    ("When was the Kestrel Gateway launched?", AnswerType.DATE),
+    ("In which year did the office open?", AnswerType.DATE),
+    ("How long is the retry backoff cap?", AnswerType.DURATION),
+    ("How much does the team plan cost per month?", AnswerType.PRICE),
+    ("What percentage of tickets were resolved within SLA?", AnswerType.PERCENT),
+    ("Since which version is the flag available?", AnswerType.VERSION),
+    ("Who is the on-call lead for payments?", AnswerType.NAME),
+    ("Which team owns the billing service?", AnswerType.NAME),
+    ("Why did latency increase in Q3?", AnswerType.OTHER),
+    ("What is Kestrel Gateway?", AnswerType.OTHER),
+])
+def test_answer_type(question: str, kind: AnswerType) -> None:
+    assert focus_of(question).answer_type is kind
+
+
+def test_named_things_focus_and_options() -> None:
+    f = focus_of("What is the default of SQLITE_MAX_ATTACHED in `limits.h`?")
+    assert "SQLITE_MAX_ATTACHED" in f.named and "limits.h" in f.named
+    assert "default" in f.focus
+    f = focus_of("Which is older, the Eiffel Tower or Big Ben?")
+    assert f.options == ("Eiffel Tower", "Big Ben")
+    assert focus_of("Were Scott Derrickson and Ed Wood of the same nationality?").named == (
+        "Scott Derrickson", "Ed Wood")
+    assert focus_of("How many days of PTO do employees get?").unit == "days"
+
+
+def test_type_match() -> None:
+    f = focus_of("How long is the retry backoff cap?")
+    assert f.type_match("The backoff is capped at 8 seconds.")
+    assert not f.type_match("Retries back off exponentially.")
+    f = focus_of("Which exception does json.loads raise on invalid input?")
+    assert f.type_match("It raises JSONDecodeError.")
+    assert not f.type_match("It parses the input.")
+    f = focus_of("Where are the logs stored?")
+    assert f.type_match("Logs go to /var/log/kestrel by default.")
