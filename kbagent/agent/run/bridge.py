@@ -48,6 +48,8 @@ from kbagent.agent.run.state import AgentConfig, RunState
 
 MAX_HOPS = 2  # follow-up searches after the question's own
 SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
+LINKED = 0.5  # a second-hop document the first hop names (or that names it) ranks higher
+SEARCHED = 0.3  # ... and one a follow-up searched for by name
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _MONTHS = ("january february march april may june july august september october november "
@@ -133,26 +135,39 @@ def _title(c: Citation) -> str:
     return title_of(c.path, c.heading)
 
 
+def _bare(title: str) -> str:
+    return re.sub(r"\(.*?\)", "", title).strip()
+
+
 def second_hop_units(question: str, hops: list[Hop], cites: list[Citation]) -> list[Scored]:
-    """The second hop's sentences, best first: those of the documents the follow-ups
-    found, the bridge entity's own document (its title is in the follow-up's query)
-    before the rest, each scored by the question (its answer type too) and by the
-    follow-up query (the bridge name and the words the first hop did not answer)."""
-    by_n = {c.n: c for c in cites}
-    ranked: list[tuple[float, int, Scored]] = []
-    for order, h in enumerate(hops[1:]):
-        q = content_tokens(h.query)
-        own = [n for n in h.new if n in by_n and (t := content_tokens(_title(by_n[n])))
-               and t <= q]
-        pool = own or h.new[:1]
-        units = [u for n in pool for u in units_of(by_n[n])]
-        whole = {(x.unit.n, x.unit.position): x for x in score_units(question, units)}
-        for x in score_units(h.query, units):
-            y = whole.get((x.unit.n, x.unit.position))
-            total = x.score + (y.score if y else 0.0) - 0.01 * x.unit.position
-            ranked.append((-total + order, x.unit.position, Scored(x.unit, total, x.coverage)))
-    ranked.sort(key=lambda r: (r[0], r[1]))
-    return [r[2] for r in ranked]
+    """The sentences of the second hop's document, best first. The first hop is what the
+    question names (documents whose title it holds; else the question's best hit); the
+    second is the gathered document, not a first-hop one, that best answers the
+    question (its best sentence's score, answer type included), with a bonus when it
+    is linked to the first hop (one names the other's title) and when a follow-up
+    searched for it (its title is in the follow-up's query)."""
+    q = content_tokens(question)
+    named = {c.n for c in cites if (t := content_tokens(_bare(_title(c)))) and t <= q}
+    first = [c for c in cites if c.n in named] or [c for c in cites if c.n in hops[0].new[:1]]
+    first_text = " ".join(c.text for c in first).casefold()
+    first_titles = [_bare(_title(c)).casefold() for c in first]
+    followed = {n: h.query for h in hops[1:] for n in h.new}
+    best: tuple[float, list[Scored]] | None = None
+    for c in cites:
+        if c in first:
+            continue
+        title = _bare(_title(c))
+        query = followed.get(c.n, "")
+        scored = score_units(f"{question} {query}" if query else question, units_of(c))
+        if not scored:
+            continue
+        linked = (len(title) > 2 and title.casefold() in first_text) or any(
+            len(x) > 2 and x in c.text.casefold() for x in first_titles)
+        searched = bool(query) and content_tokens(title) <= content_tokens(query)
+        total = scored[0].score + LINKED * linked + SEARCHED * searched
+        if best is None or total > best[0]:
+            best = (total, scored)
+    return best[1] if best else []
 
 
 def bridge_unit(hops: list[Hop], cites: list[Citation], first: set[int]) -> Unit | None:
