@@ -25,6 +25,7 @@ OLDER_Q = "Who is older, Annie Morton or Terry Richardson?"
     "What year was the brother of this first round draft pick drafted?",
     "Where was Bill Cosby's third album recorded?",
     "When was the author of the novel on which the film was based born?",
+    "Ellie Goulding worked with what other writers on her third studio album, Delirium?",
 ])
 def test_bridge_questions_take_the_multi_hop_route(question):
     assert multi_hop(question) == "bridge"
@@ -52,6 +53,10 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
      AskMode.RAG),
     ("Which requests are cached by default, and how can a customer change that?",
      AskMode.AGENT),  # composite wording, as before: not a hop
+    ("By default, how many attempts in total does Kestrel Gateway make for a failed "
+     "provider request?", AskMode.RAG),
+    ("A Team-tier customer keeps getting HTTP 429 errors during a nightly batch job. What "
+     "are their options?", AskMode.RAG),
     ("hi", AskMode.DIRECT), ("thanks!", AskMode.DIRECT), ("who are you?", AskMode.DIRECT),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):

@@ -32,7 +32,7 @@ _COMPOSITE = re.compile(
 
 # --- bridge questions: the thing asked about is described, not named, so its document
 # must be found first ("the woman who portrayed Corliss Archer in Kiss and Tell").
-_DET = r"(?:the|a|an|this|that|these|his|her|its|their)"
+_DET = r"(?:the|a|an|this|that|these|his|her|its|their|another)"
 # a described thing: "the woman who portrayed ...", "a president that served ...",
 # "the arena where ... played" (the pronoun followed by more words, not "change that?")
 _DESCRIBED = re.compile(
@@ -72,6 +72,12 @@ _TWO_NAMED = re.compile(
 # "this singer of ...", "this first round draft pick": a thing the question describes
 _THIS = re.compile(r"\bthis\s+(?!is\b|was\b|year\b|month\b|week\b|quarter\b)[a-z]",
                    re.IGNORECASE)
+# "Brown State Fishing Lake is in a country that ...", "Ellie Goulding worked with what
+# other writers ...": a statement about a named thing that asks in its middle
+_ASKS_INSIDE = re.compile(
+    r"^\s*(?!(?:what|which|who|whom|whose|how|when|where|why|is|are|was|were|do|does|did|"
+    r"can|in|on|at|by|for|from|over|during|after|before)\b)[A-Z0-9][^?.!]*?\s(?:what|which|who|"
+    r"whom|whose|how many|how much|when|where)\b(?![^?]*[.?!]\s+[A-Z])", re.IGNORECASE)
 _OF_OF = re.compile(r"\bof\s+(?:the|a|an)\s+[^?]*\bof\s+(?:the|a|an)\s+\w", re.IGNORECASE)
 
 
@@ -111,7 +117,7 @@ def multi_hop(question: str) -> HopKind | None:
         _ROLE_ITSELF.search(question) and not _OF_OF.search(question))
     if (_DESCRIBED.search(question) or _PARTICIPLE.search(question) or role_of
             or _ROLE_FIRST.search(question) or _POSSESSIVE.search(question)
-            or _THIS.search(question)):
+            or _THIS.search(question) or _ASKS_INSIDE.search(question)):
         return "bridge"
     return None
 
