@@ -54,7 +54,7 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     ("Which requests are cached by default, and how can a customer change that?",
      AskMode.AGENT),  # composite wording, as before: not a hop
     ("By default, how many attempts in total does Kestrel Gateway make for a failed "
-     "provider request?", AskMode.RAG),
+     "provider request?", AskMode.AGENT),  # "total": composite wording, as before
     ("A Team-tier customer keeps getting HTTP 429 errors during a nightly batch job. What "
      "are their options?", AskMode.RAG),
     ("hi", AskMode.DIRECT), ("thanks!", AskMode.DIRECT), ("who are you?", AskMode.DIRECT),
