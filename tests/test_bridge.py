@@ -9,7 +9,8 @@ import pytest
 
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.kinds import AskMode
-from kbagent.agent.run.bridge import Hop, decide, first_date, second_hop_units
+from kbagent.agent.run.bridge import Hop, name_answer, second_hop_units, short_of
+from kbagent.agent.run.compare import decide, first_date
 from kbagent.agent.run.router import multi_hop, pair, route
 
 KISS_Q = ("What government position was held by the woman who portrayed Corliss Archer in "
@@ -85,3 +86,20 @@ def test_second_hop_units_prefer_the_bridge_documents_sentences():
     hops = [Hop(KISS_Q, [1]), Hop("Shirley Temple government position held", [2])]
     best = second_hop_units(KISS_Q, hops, [film, actress])
     assert best[0].unit.n == 2 and "Chief of Protocol" in best[0].unit.text
+
+
+def test_the_short_answer_of_a_bridge_is_the_fact_in_the_second_hops_sentence():
+    unit = Citation(2, "kb", "Shirley_Temple.md", 1, 3, "As an adult, Shirley Temple held "
+                    "the government position of Chief of Protocol of the United States.",
+                    0.4, "kb_search", heading="Shirley Temple")
+    from kbagent.agent.answer.evidence import units_of
+
+    found = short_of(KISS_Q, units_of(unit))
+    assert found is not None and found[0].startswith("Chief of Protocol")
+    assert name_answer("Which company formed the boy group Winner?",
+                       "Winner is a South Korean boy group formed in 2013 by YG "
+                       "Entertainment.") == "YG Entertainment"
+    born = Citation(3, "kb", "Alice.md", 1, 1, "Alice Walker (born December 10, 1962) is a "
+                    "writer.", 0.4, "kb_search")
+    found = short_of("The novel was written by someone born in what year?", units_of(born))
+    assert found is not None and found[0] == "1962"  # the year, not the whole date

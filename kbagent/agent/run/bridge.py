@@ -33,17 +33,35 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from kbagent.agent.answer.citations import Citation, content_tokens
-from kbagent.agent.answer.evidence import Scored, Unit, score_units, units_of
+from kbagent.agent.answer.evidence import Scored, Unit, missing_facts, score_units, units_of
+from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import Grounding, doc_name, quote
+from kbagent.agent.answer.short import spans, yes_no
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, Event
+from kbagent.agent.kinds import ShortAnswerMode
+from kbagent.agent.llm.base import LLM
 from kbagent.agent.run import prompts
+from kbagent.agent.run.compare import (
+    NATIONS,
+    YEAR,
+    decide,
+    entity_chunks,
+    shared_nationality,
+)
 from kbagent.agent.run.endings import cancelled
-from kbagent.agent.run.final_turn import EVIDENCE_UNITS, AnswerTurn, abstain, grounded_final
+from kbagent.agent.run.final_turn import (
+    EVIDENCE_UNITS,
+    AnswerTurn,
+    ShortPick,
+    abstain,
+    grounded_final,
+)
 from kbagent.agent.run.harness_steps import search_step
-from kbagent.agent.run.hops import covered, names_in, title_of
+from kbagent.agent.run.hops import names_in, title_of
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
+from kbagent.agent.run.short_turn import ShortPicker
 from kbagent.agent.run.state import AgentConfig, RunState
 
 MAX_HOPS = 2  # follow-up searches after the question's own
@@ -51,23 +69,9 @@ SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
 LINKED = 0.5  # a second-hop document the first hop names (or that names it) ranks higher
 SEARCHED = 0.3  # ... and one a follow-up searched for by name
 
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_MONTHS = ("january february march april may june july august september october november "
-           "december").split()
-_DATE = re.compile(
-    r"\b(?:(?P<d1>\d{1,2})\s+(?P<m1>[A-Z][a-z]+)\s+(?P<y1>\d{4})|"
-    r"(?P<m2>[A-Z][a-z]+)\s+(?P<d2>\d{1,2}),?\s+(?P<y2>\d{4})|(?P<y3>1[0-9]{3}|20[0-9]{2}))\b")
-_EARLIER = re.compile(r"\b(?:older|oldest|first|earlier|earliest|before|sooner)\b", re.I)
-_LATER = re.compile(r"\b(?:younger|youngest|later|latest|more recent(?:ly)?|most recent(?:ly)?|"
-                    r"newer|newest|last)\b", re.I)
-_NATIONALITY = re.compile(r"\bnationalit(?:y|ies)\b", re.I)
-_NATIONS = frozenset(
-    "american british english french german italian spanish canadian australian irish "
-    "scottish welsh japanese chinese korean indian russian mexican dutch swedish danish "
-    "norwegian finnish polish greek turkish brazilian argentine argentinian portuguese "
-    "austrian swiss belgian egyptian israeli iranian pakistani nigerian south-african "
-    "new-zealand filipino thai vietnamese indonesian ukrainian czech hungarian romanian "
-    "serbian croatian cuban chilean colombian peruvian venezuelan".split())
+_YEAR_Q = re.compile(r"\b(?:what|which|in what|in which) year\b|\bwhat year\b", re.I)
+_ASKS_NAME = re.compile(r"^\s*(?:\S+\s+){0,12}?(?:what|which|who|whom)\b", re.I)
+SHORT_FROM = 3  # quoted sentences looked at for the short answer
 
 
 @dataclass
@@ -79,9 +83,13 @@ class Hop:
 
 
 def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
-            answer_turn: AnswerTurn) -> Generator[Event, None, bool]:
+            answer_turn: AnswerTurn, llm: LLM) -> Generator[Event, None, bool]:
     """Search the question and its follow-ups, then answer (the ``Final`` event is the
-    caller's); True when the run already ended (a cancel, a failed model call)."""
+    caller's); True when the run already ended (a cancel, a failed model call). The
+    short answer is stated as ``cfg.short_answer`` says (the model picks a span, or
+    the harness's first span stands: :mod:`~kbagent.agent.run.short_turn`)."""
+    picker = ShortPicker(llm, cfg.short_answer, cancel)
+    pick = None if picker.mode is ShortAnswerMode.HARNESS else picker
     hops: list[Hop] = []
     step = 0
     query: str | None = s.question
@@ -106,11 +114,11 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
     step += 1
     second = [n for h in hops[1:] for n in h.new]
     if kind == "comparison":
-        return (yield from _comparison(s, step, cfg.rag_top_k, answer_turn))
+        return (yield from _comparison(s, step, cfg.rag_top_k, answer_turn, pick))
     if not second:
         return (yield from grounded_final(s, step, True, top_k=cfg.rag_top_k,
-                                          answer_turn=answer_turn))
-    return (yield from _bridge(s, hops))
+                                          answer_turn=answer_turn, pick=pick))
+    return (yield from _bridge(s, hops, pick))
 
 
 # ------------------------------------------------------------------ bridge
@@ -187,7 +195,8 @@ def bridge_unit(hops: list[Hop], cites: list[Citation], first: set[int]) -> Unit
     return None
 
 
-def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
+def _bridge(s: RunState, hops: list[Hop], pick: ShortPick | None
+            ) -> Generator[Event, None, bool]:
     g = _g(s)
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     reason = g.silent_reason(evidence)
@@ -211,9 +220,41 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
     top = next((e.unit for e in evidence if e.unit.n not in {u.n for u in shown}), None)
     if top is not None:
         shown.append(top)
+    found = short_of(s.question, shown[:SHORT_FROM])
+    if found is not None:
+        short, unit, candidates = found
+        if pick is not None and candidates:
+            text = " ".join(f"[{u.n}] {u.text}" for u in shown[:SHORT_FROM])
+            chosen = pick(s, focus_of(s.question), unit.text, candidates, text)
+            if chosen and (chosen in candidates or not missing_facts(chosen, unit.text)):
+                short = chosen
+        s.short_answer = f"{short} [{unit.n}]"
+        yield _say(s, f"{s.short_answer}. ", "quote", [unit.n])
     for u in shown:
         yield _quote(s, u)
     return False
+
+
+def short_of(question: str, units: list[Unit]) -> tuple[str, Unit, list[str]] | None:
+    """The short answer in the first of ``units`` that holds one, with that unit and
+    the candidate spans the model may pick from: a span of the kind the question asks
+    for (:mod:`~kbagent.agent.answer.short`), else, for a question that asks for a
+    thing by name ("What government position ...", "Which tribe ..."), the name in the
+    sentence the question does not give. "What year"/"which year" keeps the year of a
+    date."""
+    focus = focus_of(question)
+    for u in units:
+        candidates = [x.text for x in spans(focus, u.text)] if focus.wants_fact else []
+        said = yes_no(focus, u.text) if focus.wants_fact else None
+        short = said or (candidates[0] if candidates else "")
+        if not short and focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
+                _ASKS_NAME.search(question)):
+            short = name_answer(question, u.text)
+        if short:
+            if _YEAR_Q.search(question) and (year := YEAR.search(short)):
+                short, candidates = year.group(), []
+            return short, u, candidates
+    return None
 
 
 def _sources_message(s: RunState, units: list[Unit]) -> str:
@@ -227,67 +268,28 @@ def _sources_message(s: RunState, units: list[Unit]) -> str:
     return prompts.sources_message(s.question, sources, s.notes)
 
 
-# -------------------------------------------------------------- comparison
-def entity_chunks(entity: str, cites: list[Citation]) -> list[Citation]:
-    """The gathered chunks about ``entity``: its own document (the title is the name),
-    else chunks that name it."""
-    own = [c for c in cites if covered(entity, [_title(c)])]
-    if own:
-        return own
-    low = entity.casefold()
-    return [c for c in cites if low in c.text.casefold()]
-
-
-def first_date(text: str) -> tuple[int, int, int] | None:
-    """The first date in ``text`` as (year, month, day), a bare year as (year, 0, 0)."""
-    for m in _DATE.finditer(text):
-        if m.group("y3"):
-            return int(m.group("y3")), 0, 0
-        month = (m.group("m1") or m.group("m2") or "").lower()
-        if month not in _MONTHS:
-            year = _YEAR.search(m.group())
-            if year:
-                return int(year.group()), 0, 0
+def name_answer(question: str, sentence: str) -> str:
+    """A name in ``sentence`` that the question does not give, nearest the question's
+    words in it ("Chief of Protocol", "YG Entertainment"): the short answer of a bridge
+    question asking "what/which/who ..." for a thing by name; "" when none."""
+    q = content_tokens(question)
+    words = [m.group() for m in re.finditer(r"\w(?:[\w'’&/-]|\.(?=\w))*", sentence)]
+    anchors = [i for i, w in enumerate(words) if content_tokens(w) & q]
+    best: tuple[float, str] | None = None
+    for name, pos in names_in(sentence):
+        toks = content_tokens(name)
+        if not toks or toks & q or name.split()[-1].lower() in NATIONS:
             continue
-        day = int(m.group("d1") or m.group("d2"))
-        return int(m.group("y1") or m.group("y2")), _MONTHS.index(month) + 1, day
-    return None
+        distance = min((abs(pos - a) for a in anchors), default=20)
+        score = distance + (0 if len(toks) > 1 else 2) + pos / 100
+        if best is None or score < best[0]:
+            best = (score, name)
+    return best[1] if best else ""
 
 
-def nationality(text: str) -> str:
-    """The first nationality word in ``text`` ("American"), "" if none."""
-    for m in re.finditer(r"[A-Z][a-z]+", text):
-        if m.group().lower() in _NATIONS:
-            return m.group()
-    return ""
-
-
-def decide(question: str, things: list[tuple[str, str]]) -> int | None:
-    """Which of the compared ``things`` ((name, text of its document)) the question
-    picks: by the first dates for "older/first/earlier" and "younger/later"; None
-    when the texts do not settle it."""
-    earlier, later = _EARLIER.search(question), _LATER.search(question)
-    if bool(earlier) == bool(later):
-        return None
-    dates = [first_date(text) for _, text in things]
-    if any(d is None for d in dates) or len(set(dates)) < len(dates):
-        return None
-    keyed = [(d, i) for i, d in enumerate(dates) if d is not None]
-    return (min(keyed) if earlier else max(keyed))[1]
-
-
-def shared_nationality(question: str, things: list[tuple[str, str]]) -> str:
-    """The nationality both things' documents give, for "What nationality were A and
-    B?" ("" when the question does not ask it or they differ)."""
-    if not _NATIONALITY.search(question) or re.match(r"\s*(?:are|were|is|was)\b", question,
-                                                      re.I):
-        return ""
-    found: set[str] = {nationality(text) for _, text in things}
-    return found.pop() if len(found) == 1 else ""
-
-
-def _comparison(s: RunState, step: int, top_k: int, answer_turn: AnswerTurn
-                ) -> Generator[Event, None, bool]:
+# -------------------------------------------------------------- comparison
+def _comparison(s: RunState, step: int, top_k: int, answer_turn: AnswerTurn,
+                pick: ShortPick | None) -> Generator[Event, None, bool]:
     g = _g(s)
     names = pair(s.question)
     cites = list(s.ledger)
@@ -304,13 +306,13 @@ def _comparison(s: RunState, step: int, top_k: int, answer_turn: AnswerTurn
             best.append(scored[0].unit)
     if len(best) < len(names) or not all(text for _, text in things):
         return (yield from grounded_final(s, step, True, top_k=top_k,
-                                          answer_turn=answer_turn))
-    pick = decide(s.question, things)
+                                          answer_turn=answer_turn, pick=pick))
+    chosen = decide(s.question, things)
     common = shared_nationality(s.question, things)
-    yield from _decision(s, names, best, pick, common)
+    yield from _decision(s, names, best, chosen, common)
     for u in best:
         yield _quote(s, u)
-    if pick is not None or common:
+    if chosen is not None or common:
         return False
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     return (yield from answer_turn(s, step, True, _sources_message(
@@ -331,5 +333,5 @@ def _decision(s: RunState, names: list[str], best: list[Unit], pick: int | None,
         yield _say(s, f"{common} {marks}. ", "claim", [u.n for u in best])
 
 
-__all__ = ["MAX_HOPS", "Hop", "bridge_unit", "decide", "entity_chunks", "first_date",
-           "hop_run", "nationality", "second_hop_units", "shared_nationality"]
+__all__ = ["MAX_HOPS", "Hop", "bridge_unit", "hop_run", "name_answer", "second_hop_units",
+           "short_of"]
