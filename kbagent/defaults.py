@@ -30,7 +30,7 @@ class ShortAnswerMode(StrEnum):
     """Who states the short answer (setting ``short_answer``;
     kbagent/agent/run/short_turn.py)."""
 
-    AUTO = "auto"  # pick with the bundled model, write with any other
+    AUTO = "auto"  # harness with the bundled model, write with any other
     HARNESS = "harness"  # the harness's best span, no LLM call
     PICK = "pick"  # the model picks one span of the sentence, under a grammar
     WRITE = "write"  # the model writes it from the best sentences; checked

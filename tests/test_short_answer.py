@@ -114,3 +114,13 @@ def test_a_written_short_answer_is_kept_only_when_the_sources_hold_it(kb) -> Non
     result, _ = _ask(kb, question, ["173 people", "Headcount was 173 [1]."],
                      ShortAnswerMode.WRITE)
     assert result.short_answer.startswith("173 [")  # "people": a word of its own
+
+
+def test_auto_lets_the_bundled_model_leave_it_to_the_harness_and_others_write() -> None:
+    from kbagent.agent.llm.llama import BUNDLED_FILE
+    from kbagent.agent.run.short_turn import effective_mode
+
+    bundled = ScriptedLLM([], name=BUNDLED_FILE)
+    assert effective_mode(ShortAnswerMode.AUTO, bundled) is ShortAnswerMode.HARNESS
+    assert effective_mode(ShortAnswerMode.AUTO, ScriptedLLM([])) is ShortAnswerMode.WRITE
+    assert effective_mode(ShortAnswerMode.PICK, bundled) is ShortAnswerMode.PICK

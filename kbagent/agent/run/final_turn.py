@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 
 from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
-from kbagent.agent.answer.focus import Focus, focus_of
+from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import Grounding, closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import ProcessedSentence
 from kbagent.agent.answer.short import short_answer, spans, yes_no
@@ -59,6 +59,7 @@ ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
 SHORT_FROM = 3  # units looked at for a short answer
+YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 OPERAND_TOP_K = 10  # hits per operand search: a figure often sits in one table row
 
@@ -162,7 +163,7 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
     fresh = [e for e in evidence if (e.unit.n, e.unit.position) not in g.used]
     if not focus.wants_fact:
         return g.take(fresh), None
-    if fresh and (said := yes_no(focus, fresh[0].unit.text)) is not None:
+    if fresh and (said := _yes_no(focus, fresh[0])) is not None:
         return g.take(fresh[:1]), said
     # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
@@ -181,6 +182,14 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         if chosen and (chosen in found or not missing_facts(chosen, e.unit.text)):
             short = chosen
     return g.take([e]), short
+
+
+def _yes_no(focus: Focus, best: Scored) -> str | None:
+    """"Yes" or "No" from the best unit, only when it covers the question well: a
+    sentence that shares a few of its words says nothing about yes or no."""
+    if best.coverage < YESNO_COVERAGE:
+        return None
+    return yes_no(focus, best.unit.text)
 
 
 def _lead(part: Part) -> str:
@@ -210,7 +219,9 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
     if best is None:
         return None
     c = s.ledger.get(best.unit.n)
-    short = short_answer(focus_of(part.question), best.unit.text)
+    focus = focus_of(part.question)
+    short = _yes_no(focus, best) or (short_answer(focus, best.unit.text)
+                                     if focus.answer_type is not AnswerType.YESNO else None)
     if short:
         mark = f"{short} [{best.unit.n}]"
         s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
