@@ -107,7 +107,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
                 r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
     (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
-                r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge)\b", re.I),
+                r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge|pay|payment|"
+                r"stipend|compensation|wages?|allowance|reimburse[sd]?|reimbursement)\b", re.I),
      AnswerType.PRICE),
     (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
@@ -115,8 +116,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"interval|duration|delay|period|lifetime|ttl|backoff)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),
-    (re.compile(r"^\s*when\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,4}(?:date|day|year|month|"
-                r"decade|century|deadline)\b(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
+    (re.compile(r"^\s*when\b|\b(?<!of )(?:what|which)\s+(?:[\w'-]+\s+){0,4}(?<!per )(?<!a )"
+                r"(?<!each )(?<!every )(?:date|day|year|month|decade|century|deadline)\b"
+                r"(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
                 r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
      AnswerType.DATE),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|file|"
