@@ -108,7 +108,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
         grounding: list[str] | None = None, ids: set[str] | None = None,
         questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
         kb_dir: Path = ROOT / "sample_kb", model: str = "",
-        partial: Path | None = None, resume: bool = False) -> dict:
+        partial: Path | None = None, resume: bool = False, short_answer: str = "auto") -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -145,6 +145,8 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 continue
             llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
             config = AgentConfig(mode=mode, tools="full")
+            if short_answer and hasattr(config, "short_answer"):  # older trees lack it
+                config.short_answer = type(config.short_answer)(short_answer)
             if g:
                 config.grounded = g == "on"
             agent = Agent(llm, [kb], config)
@@ -309,6 +311,9 @@ def main() -> None:
                     help="folder ingested as the one KB (gold_paths are relative to it)")
     ap.add_argument("--model", default="", help="GGUF file (default: the bundled model)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out/agent_results.json")
+    ap.add_argument("--short-answer", default="auto",
+                    help="who states the short answer: auto (the setting's default), harness, "
+                    "pick, write")
     ap.add_argument("--resume", action="store_true",
                     help="keep the answers in OUT's .partial.json and ask only the rest")
     ap.add_argument("--summarize", type=Path, default=None,
@@ -334,7 +339,7 @@ def main() -> None:
                [g for g in args.grounding.split(",") if g],
                set(filter(None, args.ids.split(","))),
                args.questions.resolve(), args.kb_dir.resolve(), args.model,
-               args.out.with_suffix(".partial.json"), args.resume)
+               args.out.with_suffix(".partial.json"), args.resume, args.short_answer)
     args.out.write_text(json.dumps(data, indent=1))
     print()
     print(summarize(data))

@@ -26,6 +26,16 @@ class SearchFirst(StrEnum):
     OFF = "off"  # the model decides freely
 
 
+class ShortAnswerMode(StrEnum):
+    """Who states the short answer (setting ``short_answer``;
+    kbagent/agent/run/short_turn.py)."""
+
+    AUTO = "auto"  # harness with the bundled model, write with any other
+    HARNESS = "harness"  # the harness's best span, no LLM call
+    PICK = "pick"  # the model picks one span of the sentence, under a grammar
+    WRITE = "write"  # the model writes it from the best sentences; checked
+
+
 class EmbeddingRuntime(StrEnum):
     """What runs the embedding model (setting ``embedding_runtime``)."""
 
@@ -77,6 +87,7 @@ class _Defaults:
     token_budget: int = 24000
     time_limit: float = 180.0
     grounded: bool = True
+    short_answer: ShortAnswerMode = ShortAnswerMode.AUTO
     # Access control
     users_file: str = ""
     code_tools: bool = False

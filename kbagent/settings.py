@@ -41,12 +41,22 @@ from kbagent.defaults import (
     EmbeddingPrecision,
     EmbeddingRuntime,
     SearchFirst,
+    ShortAnswerMode,
     default,
 )
 from kbagent.errors import BadInputError
 
-__all__ = ["ENV_PREFIX", "EmbeddingPrecision", "EmbeddingRuntime", "SearchFirst", "Settings",
-           "SettingsError", "default", "default_home"]
+__all__ = [
+    "ENV_PREFIX",
+    "EmbeddingPrecision",
+    "EmbeddingRuntime",
+    "SearchFirst",
+    "Settings",
+    "SettingsError",
+    "ShortAnswerMode",
+    "default",
+    "default_home",
+]
 
 
 class SettingsError(BadInputError):
@@ -240,6 +250,11 @@ class Settings(BaseSettings):
     # multi-part and arithmetic questions taken apart by the harness, abstention when
     # nothing covers the question (kbagent/agent/answer/grounding.py)
     grounded: Bool = D.grounded
+    # who states the short answer the answer begins with: auto (the harness's best span
+    # with the bundled model, any other model writes it, checked), harness (no LLM
+    # call), pick (the model picks a span under a grammar), write
+    # (kbagent/agent/run/short_turn.py)
+    short_answer: ShortAnswerMode = D.short_answer
     # TUI: remapped keys, binding id -> keys (ids in the README's TUI section)
     tui_keymap: Keymap = Field(default_factory=dict)
     # Access control

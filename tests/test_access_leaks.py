@@ -191,6 +191,7 @@ def test_instructions_inside_a_document_cannot_raise_privileges(sample_settings,
 # ---------------------------------------------------------------------- CLI
 @pytest.fixture
 def script(monkeypatch, sample_settings):
+    monkeypatch.setenv("KBAGENT_SHORT_ANSWER", "harness")  # the script plays no short-answer call
     holder: dict = {}
     monkeypatch.setenv("KBAGENT_SEARCH_FIRST", "model")
 

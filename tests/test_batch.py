@@ -38,6 +38,7 @@ def answer_to(messages: list[Message]) -> str:
 
 @pytest.fixture
 def scripted(monkeypatch, sample_settings):
+    monkeypatch.setenv("KBAGENT_SHORT_ANSWER", "harness")  # the script plays no short-answer call
     llm = ScriptedLLM([answer_to] * 50)
     monkeypatch.setattr(llm_module, "load_llm", lambda settings: llm)
     return llm

@@ -22,6 +22,7 @@ runner = CliRunner()
 @pytest.fixture
 def script(monkeypatch, sample_settings):
     """Make ``kbagent ask`` use a scripted LLM with the given replies."""
+    monkeypatch.setenv("KBAGENT_SHORT_ANSWER", "harness")  # the script plays no short-answer call
     holder: dict = {}
     monkeypatch.setenv("KBAGENT_SEARCH_FIRST", "model")  # the script plays step 1 too
 

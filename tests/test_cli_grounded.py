@@ -18,6 +18,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def script(monkeypatch, sample_settings):
+    monkeypatch.setenv("KBAGENT_SHORT_ANSWER", "harness")  # the script plays no short-answer call
     monkeypatch.delenv("KBAGENT_GROUNDED", raising=False)  # the default: grounded
     holder: dict = {}
 

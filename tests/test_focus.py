@@ -55,3 +55,15 @@ def test_type_match() -> None:
     assert not f.type_match("It parses the input.")
     f = focus_of("Where are the logs stored?")
     assert f.type_match("Logs go to /var/log/kestrel by default.")
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Why was semantic caching rejected as the default?", AnswerType.OTHER),
+    ("How does the gateway retry failed calls?", AnswerType.OTHER),
+    ("What is the default page size?", AnswerType.DEFAULT),
+    ("What is the default journal mode?", AnswerType.DEFAULT),
+    ("What does maxsize default to?", AnswerType.DEFAULT),
+    ("By default, how many retries are made?", AnswerType.NUMBER),
+])
+def test_explanations_and_defaults(question: str, kind: AnswerType) -> None:
+    assert focus_of(question).answer_type is kind

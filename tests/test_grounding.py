@@ -56,7 +56,8 @@ def test_a_wrong_figure_is_replaced_by_the_cited_source_sentence(kb):
     assert "68.9%" not in result.answer and "66.2%" in result.answer
     assert result.repairs and result.repairs[0].action is RepairAction.REPLACED
     assert result.repairs[0].missing == ("68.9%",)
-    quoted = [s for s in result.sentences if s.role == "quote"]
+    short, *quoted = [s for s in result.sentences if s.role == "quote"]
+    assert result.short_answer.startswith("66.2% [") and short.text.startswith("66.2% [")
     assert quoted and quoted[0].supported and "says:" in quoted[0].text
     assert all(not s.numbers_missing for s in result.sentences)
 
@@ -66,8 +67,9 @@ def test_a_right_figure_is_kept_in_the_models_words(kb):
                        ["Gross margin in Q3 2026 was 66.2% [1]."])
     # kept in the model's words (re-cited if [1] is not the chunk that says it)
     assert all(r.action is RepairAction.RECITED for r in result.repairs)
-    first, *rest = result.sentences
-    assert first.role == "quote" and "says: \u201c" in first.text  # the fact leads
+    short, first, *rest = result.sentences
+    assert short.text.startswith("66.2% [")  # the fact leads, in a few words
+    assert first.role == "quote" and "says: \u201c" in first.text  # then its source
     assert [re.sub(r" \[\d+\]", "", x.text) for x in rest] == [
         "Gross margin in Q3 2026 was 66.2%."]
     assert all(x.supported for x in rest)

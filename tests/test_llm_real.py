@@ -182,3 +182,24 @@ def test_a_generation_limit_is_clamped_to_the_room_left_in_the_context():
     assert c.prompt_tokens + c.completion_tokens <= 256
     with pytest.raises(ContextFull, match="256-token context"):
         complete(small, [Message("user", "Say hello. " * 90)], max_tokens=50)
+
+
+def test_the_real_model_picks_a_short_answer_among_the_spans_it_is_given(llm, sample_settings):
+    """Mechanics only (a real model's choice differs between CPUs): with ``pick`` the
+    bundled model's output, under the span grammar, is one of the sentence's spans."""
+    from kbagent.agent.answer.focus import focus_of
+    from kbagent.agent.answer.short import spans
+    from kbagent.agent.kinds import ShortAnswerMode
+    from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
+    from kbagent.kb.knowledge_base import KnowledgeBase
+
+    question = "What was Kestrel's headcount at the end of Q2 2026?"
+    kb = KnowledgeBase(sample_settings, "sample")
+    result = run_to_result(Agent(llm, [kb], AgentConfig(
+        mode="rag", short_answer=ShortAnswerMode.PICK)), question)
+    short, marker = result.short_answer.rsplit(" [", 1)
+    quoted = next(x.text for x in result.sentences if "says:" in x.text
+                  and x.cited == [int(marker.rstrip("]"))])
+    sentence = quoted.split("\u201c", 1)[1].rsplit("\u201d", 1)[0]
+    assert short in [x.text for x in spans(focus_of(question), sentence)]
+    assert result.usage.llm_calls == 2  # the pick and the answer turn

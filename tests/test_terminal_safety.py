@@ -63,6 +63,7 @@ def hostile(settings, tmp_path, embedder):
 
 @pytest.fixture
 def script(monkeypatch):
+    monkeypatch.setenv("KBAGENT_SHORT_ANSWER", "harness")  # the script plays no short-answer call
     holder: dict = {}
     monkeypatch.setenv("KBAGENT_SEARCH_FIRST", "model")
 

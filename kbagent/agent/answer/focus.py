@@ -95,33 +95,45 @@ _CHOICE_LEAD = re.compile(r"^\s*(?:which|who|what|whose|is|are|was|were|does|do|
 
 # (question pattern, answer type): the first that matches wins
 _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
+    (re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"
+                r"\b(?:explain|describe|summari[sz]e|what happen(?:s|ed))\b", re.I),
+     AnswerType.OTHER),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
-                r"status code|return code|exit code|signal|warning)s?\b|\b(?:raises?|throws?)\b"
+                r"status code|return code|exit code|signal|warning)s?\b(?!\s+(?:rate|ratio|count|"
+                r"budget|threshold|level|percentage|share)s?\b)|\b(?:raises?|throws?)\b"
                 r"|\berror (?:code|name)\b", re.I), AnswerType.ERROR),
-    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b|\bsince (?:which|what)"
+    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
+                r"name|string|tag|key|id|notes?|date|day)\b)|\bsince (?:which|what)"
                 r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
     (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
                 r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge)\b", re.I),
      AnswerType.PRICE),
     (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
-    (re.compile(r"\bhow long\b|\bhow often\b|\b(?:what|which)\s+(?:\w+\s+){0,3}(?:timeout|"
+    (re.compile(r"\bhow long\b|\bhow often\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:timeout|"
                 r"interval|duration|delay|period|lifetime|ttl|backoff)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),
-    (re.compile(r"^\s*when\b|\b(?:what|which)\s+(?:date|day|year|month|decade|century)\b|"
+    (re.compile(r"^\s*when\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,4}(?:date|day|year|month|"
+                r"decade|century|deadline)\b(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
                 r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
      AnswerType.DATE),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|file|"
                 r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
                 r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|located|kept|saved|written|put|"
                 r"placed|found|live|lives)\b", re.I), AnswerType.PATH),
-    (re.compile(r"\bhow (?:many|much)\b|\bwhat(?:'s| is| was| are)? (?:the )?(?:\w+ ){0,2}"
-                r"(?:number|count|maximum|minimum|max|min|limit|size|length|depth|amount|"
-                r"total|capacity|threshold|quota|rate)\b|\bhow (?:large|big|deep|far|high|"
-                r"low|small|wide|tall|old|heavy|fast)\b", re.I), AnswerType.NUMBER),
-    (re.compile(r"\bdefaults?\b|\bby default\b|\bout of the box\b|\bif (?:you )?(?:don't|do not)"
-                r" (?:set|specify|pass|give)\b", re.I), AnswerType.DEFAULT),
+    (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?defaults?\b|\bdefault (?:value|setting|"
+                r"size|limit|mode|behaviou?r|level|port|path|location|encoding|format)\b|"
+                r"\bdefaults? to\b|\bdoes \S+ default\b|\bif (?:you )?(?:don't|do not) (?:set|"
+                r"specify|pass|give)\b|\bout of the box\b", re.I), AnswerType.DEFAULT),
+    (re.compile(r"\bhow (?:many|much)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
+                r"(?:[\w'-]+ ){0,4}(?:number|count|maximum|minimum|max|min|limit|size|length|"
+                r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
+                r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
+                r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
+                r"profit|loss|volume|density|frequency|ceiling|cap|floor)\b|"
+                r"\bhow (?:large|big|deep|far|high|low|small|wide|tall|old|heavy|fast)\b", re.I),
+     AnswerType.NUMBER),
     (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:\w+\s+){0,2}(?:name|person|people|"
                 r"company|team|city|country|state|town|place|author|owner|group|band|film|"
                 r"movie|book|album|song|organization|organisation|university|school|club|"
@@ -141,7 +153,7 @@ _CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\
                         r"\w*)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[A-Z0-9_]*|[A-Za-z_]\w*=[\w.]*)"
                         r"(?![\w/])")
 _QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]")
-_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:of |the |de )?"
+_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:de |von |van )?"
                           r"[A-Z][\w'&.-]*)*)")
 _NOT_NAMES = frozenset(
     "I A An The What Which Who Whom Whose When Where Why How Is Are Was Were Does Do Did Can "
@@ -247,7 +259,7 @@ def focus_of(question: str) -> Focus:
             kind = AnswerType.NAME  # "Which team owns billing?"
     unit = ""
     m = _HOW_MANY_UNIT.search(q)
-    if m and m.group(1).lower() not in ("more", "times", "of", "people", "time"):
+    if m and m.group(1).lower() not in ("more", "times", "of", "time"):
         unit = m.group(1).lower()
     focus = set()
     for name in named:

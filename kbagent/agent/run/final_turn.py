@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 
-from kbagent.agent.answer.evidence import Scored, units_of
+from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
+from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import Grounding, closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import ProcessedSentence
+from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.events import AnswerDelta, Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import calculation
@@ -47,9 +49,16 @@ from kbagent.agent.run.state import RunState
 # The model writes the answer from a message of sources and question (the loop's
 # ``Agent.answer_turn``, passed in): True when the run already ended.
 AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
+# The model's short answer (kbagent/agent/run/short_turn.py): from the question's focus,
+# the answer sentence, the harness's candidate spans and the best evidence; None: the
+# harness's first span stands
+ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
 
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
+SHORT_FROM = 3  # units looked at for a short answer
+YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
+UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 
 
 def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
@@ -85,7 +94,8 @@ def decomposable(question: str) -> bool:
 
 
 def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
-                   answer_turn: AnswerTurn) -> Generator[Event, None, bool]:
+                   answer_turn: AnswerTurn, pick: ShortPick | None = None
+                   ) -> Generator[Event, None, bool]:
     """The grounded final turn (steps numbered from ``step``). Ends without the
     ``Final`` event (the caller finishes the run); True if the run already ended (the
     model failed or the user cancelled)."""
@@ -126,13 +136,58 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
     if reason is not None:
         yield from abstain(s, evidence, reason)
         return False
-    # the fact leads: the best source sentence, quoted, then the model's answer (checked)
-    lead = g.take(evidence)
+    # the fact leads: in a few words when the question asks for one ("128 [1]."), then
+    # the source sentence that says it, quoted, then the model's answer (checked)
+    lead, short = _answer_unit(s, evidence, pick)
     if lead is not None:
         c = s.ledger.get(lead.unit.n)
+        if short:
+            s.short_answer = f"{short} [{lead.unit.n}]"
+            yield _say(s, f"{s.short_answer}. ", "quote", [lead.unit.n])
         yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
     ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
+
+
+def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
+                 ) -> tuple[Scored | None, str | None]:
+    """The unit the answer leads with, and the short answer in it: the best unit, or
+    the next best (of the first ``SHORT_FROM``) that holds a fact of the kind the
+    question asks for when the best one holds none. The model, when ``pick`` is given,
+    picks the span (or writes the phrase, checked against the evidence). Marks the
+    unit quoted."""
+    g = _g(s)
+    focus = focus_of(s.question)
+    fresh = [e for e in evidence if (e.unit.n, e.unit.position) not in g.used]
+    if not focus.wants_fact:
+        return g.take(fresh), None
+    if fresh and (said := _yes_no(focus, fresh[0])) is not None:
+        return g.take(fresh[:1]), said
+    # the best span of the first units, weighed with how well its unit answers
+    best: tuple[float, int, list[str]] | None = None
+    for i, e in enumerate(fresh[:SHORT_FROM]):
+        ranked = spans(focus, e.unit.text)
+        score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0
+        if ranked and (best is None or score > best[0]):
+            best = (score, i, [x.text for x in ranked])
+    if best is None:
+        return g.take(fresh), None
+    e, found = fresh[best[1]], best[2]
+    short = found[0]
+    if pick is not None:
+        text = " ".join(f"[{x.unit.n}] {x.unit.text}" for x in fresh[:SHORT_FROM])
+        chosen = pick(s, focus, e.unit.text, found, text)
+        if chosen and (chosen in found or not missing_facts(chosen, e.unit.text)):
+            short = chosen
+    return g.take([e]), short
+
+
+def _yes_no(focus: Focus, best: Scored) -> str | None:
+    """"Yes" or "No" from the best unit, only when it covers the question well: a
+    sentence that shares a few of its words says nothing about yes or no."""
+    if best.coverage < YESNO_COVERAGE:
+        return None
+    return yes_no(focus, best.unit.text)
 
 
 def _lead(part: Part) -> str:
@@ -154,12 +209,21 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
         value = find_operand(Operand(part.item, metric), [u for c in cites
                                                           for u in units_of(c)])
         if value is not None:  # two items are often two cells of one row: no "used"
-            return f"{_lead(part)}{value.text} [{value.unit.n}]."
+            mark = f"{value.text} [{value.unit.n}]"
+            s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
+            return f"{_lead(part)}{mark}."
     ev = g.evidence(part.query, prefer=prefer)
     best = g.take(ev) if ev and ev[0].coverage >= PART_COVERAGE else None
     if best is None:
         return None
     c = s.ledger.get(best.unit.n)
+    focus = focus_of(part.question)
+    short = _yes_no(focus, best) or (short_answer(focus, best.unit.text)
+                                     if focus.answer_type is not AnswerType.YESNO else None)
+    if short:
+        mark = f"{short} [{best.unit.n}]"
+        s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
+        return f"{_lead(part)}{mark}. {quote(best.unit, c.path if c else '')}"
     return _lead(part) + quote(best.unit, c.path if c else "")
 
 

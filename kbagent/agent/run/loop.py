@@ -33,6 +33,7 @@ from kbagent.agent.kinds import (
     AskMode,
     ErrorKind,
     SearchFirst,
+    ShortAnswerMode,
     Status,
     StepKind,
     ToolName,
@@ -58,6 +59,7 @@ from kbagent.agent.run.search_memory import (
     only_harness_searched,
     pending_followups,
 )
+from kbagent.agent.run.short_turn import ShortPicker
 from kbagent.agent.run.state import (
     SYSTEM_CLOCK,
     AgentConfig,
@@ -292,8 +294,10 @@ class Agent:
         arithmetic, abstention, compact evidence)."""
         s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
-            ended = yield from grounded_final(s, step, rag, top_k=self.config.rag_top_k,
-                                              answer_turn=self.answer_turn)
+            pick = ShortPicker(self.llm, self.config.short_answer, self._cancel)
+            ended = yield from grounded_final(
+                s, step, rag, top_k=self.config.rag_top_k, answer_turn=self.answer_turn,
+                pick=None if pick.mode is ShortAnswerMode.HARNESS else pick)
         else:
             sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
                        for c in final_sources(s, FINAL_SOURCES)]

@@ -13,7 +13,7 @@ from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.kinds import AskMode, SearchFirst, Status, ToolSet
+from kbagent.agent.kinds import AskMode, SearchFirst, ShortAnswerMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.records import SentenceRecord
 from kbagent.agent.tools.base import Tool, ToolCall, ToolContext
@@ -58,6 +58,9 @@ class AgentConfig:
     rag_top_k: int = 5
     citation_cap: int = 100
     grounded: bool = default("grounded")
+    # who states the short answer (kbagent/agent/run/short_turn.py); the setting's
+    # default (auto) comes through from_settings, a bare config takes no LLM call
+    short_answer: ShortAnswerMode = ShortAnswerMode.HARNESS
 
     def __post_init__(self) -> None:
         # the closed sets are checked where a flag or setting is parsed (Typer, the
@@ -65,6 +68,7 @@ class AgentConfig:
         # becomes its member here, and a wrong one is a ValueError naming it
         self.mode, self.tools = AskMode(self.mode), ToolSet(self.tools)
         self.search_first = SearchFirst(self.search_first)
+        self.short_answer = ShortAnswerMode(self.short_answer)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> AgentConfig:
@@ -72,6 +76,7 @@ class AgentConfig:
             max_steps=settings.max_steps, token_budget=settings.token_budget,
             time_limit=settings.time_limit, max_tokens_per_step=settings.max_tokens_per_step,
             search_first=settings.search_first, grounded=settings.grounded,
+            short_answer=settings.short_answer,
             code_tools=settings.code_tools)
         fields.update((k, v) for k, v in overrides.items() if v is not None)
         return cls(**fields)

@@ -1,0 +1,314 @@
+"""The short answer: the fact a question asks for, in a few words, copied from a source.
+
+For a question that asks for a fact (:attr:`Focus.wants_fact`), :func:`spans` lists the
+spans of one source sentence that could be the answer, best first: the spans of the
+kind asked for (a number with its unit, a duration, a date, a name, an error name, a
+path, a version, a price, a percentage, the value a default is given, one of the
+options of a choice), never a span the question itself contains, ranked by how close
+they sit to the question's focus in the sentence. :func:`yes_no` answers a yes/no
+question from a sentence. The answer turn (agent/run/final_turn.py) puts the best span
+first, cited ("128 [1]"), before the quoted source sentence, and
+``AgentResult.short_answer`` carries it.
+
+Every span is a substring of the source sentence, so a short answer states nothing the
+source does not (the model, when it picks, picks among these spans under a grammar:
+:func:`span_grammar`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.focus import (
+    SIZE_UNITS,
+    TIME_UNITS,
+    TYPE_PATTERNS,
+    AnswerType,
+    Focus,
+)
+
+MAX_WORDS = 8  # a short answer is at most this many words
+_NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
+            AnswerType.DEFAULT)
+_WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
+_NUMBER_UNIT = re.compile(
+    rf"(?<![\w.])(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
+    rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
+    re.IGNORECASE)
+_DEFAULT_VALUE = [
+    # "defaults to 10", "the default is 128", "default value of X is Y", "default: Y"
+    re.compile(r"\bdefaults?\s*(?:value\s*)?(?:(?:of|for)\s+[^,.;]{1,40}?\s+)?"
+               r"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,3})",
+               re.I),
+    # "10 by default", "set to 10 by default"
+    re.compile(r"(?P<v>[^\s,;(]+(?:\s+[^\s,;(]+){0,2})\s+by default\b", re.I),
+    # "if omitted, ... is Y", "when unspecified Y is used"
+    re.compile(r"\bif (?:omitted|unspecified|absent|not (?:given|specified|set|supplied)),?\s+"
+               r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
+               r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
+]
+_KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
+_TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
+_LEAD = re.compile(r"^[\s\"'“‘(\[]+")
+_ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
+                            "that", "which", "be", "in", "on", "for", "with", "by", "at"})
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    start: int  # offset in the sentence
+    score: float  # higher is better
+
+
+def _clean(span: str) -> str:
+    span = _LEAD.sub("", _TRAIL.sub("", span))
+    span = re.sub(r"^(?:(?:is|are|was|were|set|to|be|of|at|as|the|an?)\s+)+", "", span,
+                  flags=re.I)
+    if span.count("(") > span.count(")"):
+        span = span.split("(")[0].rstrip()
+    return span.strip("`")
+
+
+def _in_question(span: str, focus: Focus) -> bool:
+    low = span.lower().strip()
+    q = focus.question.lower()
+    if not low:
+        return True
+    if re.fullmatch(r"[\d,.]+", low):  # a number: as a whole number of the question
+        return re.search(rf"(?<![\d.]){re.escape(low)}(?![\d]|\.\d)", q) is not None
+    return low in q
+
+
+def _stems(word: str) -> set[str]:
+    """A word's stems, a plural's too ("GPUs": "gpu"), identifiers read as words."""
+    word = word.replace("_", " ").strip(".'-")
+    return content_tokens(word) | content_tokens(word.rstrip("s"))
+
+
+def _stems_of(text: str) -> set[str]:
+    return {s for w in text.split() for s in _stems(w)}
+
+
+def _anchors(focus: Focus, sentence: str) -> list[int]:
+    """Offsets in ``sentence`` of what the question asks about: its words other than the
+    named subject first ("CEO" in "Who is the CEO of Kestrel?": the subject is in every
+    sentence about it), else the named things, else any of its words."""
+    named = set()
+    for n in focus.named:
+        if re.fullmatch(r"[A-Z]{2,5}s?", n):
+            continue  # an acronym ("GPU", "TTL") is a common noun here, not the subject
+        named |= content_tokens(n.replace("_", " ")) | content_tokens(n)
+    for wanted in (focus.terms - named, focus.focus, focus.terms):
+        out = [m.start() for m in _WORD.finditer(sentence)
+               if _stems(m.group()) & wanted]
+        if out:
+            return out
+    return []
+
+
+def _named_at(focus: Focus, sentence: str) -> list[tuple[int, int]]:
+    """(start, end) of the question's named things in ``sentence`` ("Q3", "Edge OS")."""
+    low = sentence.lower()
+    out = []
+    for n in focus.named:
+        for m in re.finditer(rf"(?<!\w){re.escape(n.lower())}(?!\w)", low):
+            out.append((m.start(), m.end()))
+    return out
+
+
+def _cell_bonus(focus: Focus, sentence: str, start: int) -> float:
+    """A span in the cell of a table row ("Header: value; ...") whose header is what the
+    question asks about ("Seats: 20" for "how many seats")."""
+    cell_start = max(sentence.rfind("; ", 0, start) + 2, 0) if "; " in sentence else 0
+    head = sentence[cell_start:start]
+    if ":" not in head:
+        return 0.0
+    header = head.split(":", 1)[0]
+    if len(header) > 40:
+        return 0.0
+    words = content_tokens(header)
+    asks_who = focus.question.lower().lstrip().startswith("who")
+    if words & focus.terms or (asks_who and "who" in header.lower()):
+        return 0.8
+    return 0.0
+
+
+def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """(span, offset, bonus) of the kind asked for, before ranking."""
+    t = focus.answer_type
+    out: list[tuple[str, int, float]] = []
+    if t is AnswerType.DEFAULT or "default" in focus.focus:
+        for i, p in enumerate(_DEFAULT_VALUE):
+            for m in p.finditer(sentence):
+                out.append((m.group("v"), m.start("v"), 1.0 - 0.1 * i))
+        names = {n.rstrip("=").lower() for n in focus.named} | {
+            w.lower() for w in re.findall(r"[A-Za-z_]\w*", focus.question)}
+        for m in _KWARG.finditer(sentence):
+            if m.group("k").lower() in names:
+                out.append((m.group("v"), m.start("v"), 1.2))
+        if t is AnswerType.DEFAULT:
+            # a default is often a number: those spans count too, a little less
+            for m in _NUMBER_UNIT.finditer(sentence):
+                out.append((_number_span(m.group(), focus), m.start(), 0.0))
+            return out
+        # a number (or a duration...) is asked for: a default's value must be one
+        out = [(_number_span(n.group(), focus), start + n.start(), bonus)
+               for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
+    if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
+        kind = TYPE_PATTERNS[t]
+        for m in _NUMBER_UNIT.finditer(sentence):
+            text = m.group()
+            bonus = 0.0
+            if t is not AnswerType.NUMBER and kind.search(text):
+                bonus += 1.0
+            elif t is AnswerType.DURATION:
+                bonus -= 1.0  # a bare number is not a duration
+            elif t is not AnswerType.NUMBER:
+                bonus -= 0.5
+            if focus.unit and re.search(rf"\b{re.escape(focus.unit.rstrip('s'))}", text, re.I):
+                bonus += 1.0
+            out.append((_number_span(text, focus), m.start(), bonus))
+        if t is AnswerType.PRICE:
+            out += [(m.group(), m.start(), 1.2) for m in kind.finditer(sentence)]
+        return out
+    pattern = TYPE_PATTERNS.get(t)
+    if t is AnswerType.CHOICE:
+        low = sentence.lower()
+        for o in focus.options:
+            i = low.find(o.lower())
+            if i >= 0:
+                out.append((o, i, 0.0))
+        return out
+    if pattern is not None:
+        for m in pattern.finditer(sentence):
+            text = m.group()
+            if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip():
+                continue  # a sentence's first word is capitalised anyway
+            out.append((text, m.start(), 0.0))
+    return out
+
+
+def _number_span(text: str, focus: Focus) -> str:
+    """A number with its unit; a following word that is not a unit (of the kind asked
+    for, or the question's) is dropped: "10 by" -> "10"."""
+    m = re.match(r"((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?)\s?(.*)$", text)
+    if not m:
+        return text
+    number, rest = m.group(1), m.group(2)
+    if not rest:
+        return number
+    if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
+                                             re.I):
+        return f"{number}{rest}" if rest == "%" else f"{number} {rest}"
+    first = rest.split()[0].lower()
+    if first in _ARTICLE_WORDS or not first.isalpha():
+        return number
+    unit = focus.unit.rstrip("s").lower()
+    if unit and first.startswith(unit):
+        return f"{number} {rest}"
+    # a counted noun ("500 terms", "20 days a year"): keep it when the question has it
+    if content_tokens(first) & focus.terms:
+        return f"{number} {rest}"
+    return f"{number} {first}" if first.endswith("s") and len(first) > 3 else number
+
+
+def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
+    """A name without the question's own words at its ends ("NVIDIA L40S GPUs" for
+    "Which GPU...": "NVIDIA L40S"); a name that still shares words with the question is
+    likely its subject, not its answer ("Edge OS" for "the Kestrel Edge appliance")."""
+    def asked(w: str) -> bool:
+        return bool(_stems(w) & qwords)
+
+    words = text.split()
+    shared = sum(1 for w in words if asked(w)) / max(1, len(words))
+    while len(words) > 1 and asked(words[-1]):
+        words.pop()
+    while len(words) > 1 and asked(words[0]):
+        words.pop(0)
+    return " ".join(words), bonus - 0.8 * shared
+
+
+def spans(focus: Focus, sentence: str) -> list[Span]:
+    """Candidate short answers in ``sentence`` for the question, best first (empty when
+    the question wants no fact, or the sentence holds none of the kind asked for)."""
+    if not focus.wants_fact or focus.answer_type is AnswerType.YESNO:
+        return []
+    anchors = _anchors(focus, sentence)
+    named = _named_at(focus, sentence)
+    t = focus.answer_type
+    q = focus.question.lower()
+    seen: set[str] = set()
+    out: list[Span] = []
+    qwords = content_tokens(focus.question)
+    for raw, start, bonus in _raw_spans(focus, sentence):
+        text = _clean(raw)
+        if t is AnswerType.NAME:
+            text, bonus = _trim_name(text, qwords, bonus)
+        words = text.split()
+        if not text or len(words) > MAX_WORDS or not re.search(r"\w", text):
+            continue
+        if t is not AnswerType.CHOICE and _in_question(text, focus):
+            continue
+        lead_number = re.match(r"[$€£]?\s?(\d[\d,.]*\d|\d)", text)
+        if t in _NUMERIC and lead_number and _in_question(lead_number.group(1), focus):
+            continue  # "2026 gross" for a question about 2026
+        key = text.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        # closer to the focus is better; words before the span count a little more
+        # ("X defaults to 10": the subject comes first)
+        near = min((abs(start - a) + (0 if a <= start else 10) for a in anchors), default=200)
+        score = bonus - near / 120.0 - 0.02 * len(words) + _cell_bonus(focus, sentence, start)
+        end = start + len(raw)
+        # next to a thing the question names ("38.5% in Q3" for "in Q3")
+        if any(0 <= s - end <= 12 or 0 <= start - e <= 12 for s, e in named):
+            score += 0.3
+        # "Maya Okafor (CEO)": a span labelled with what is asked about
+        label = re.match(r"\s*\*{0,2}\s*\(([^()]{1,40})\)", sentence[end:])
+        if label and _stems_of(label.group(1)) & (focus.terms | focus.focus):
+            score += 0.6
+        if t in (AnswerType.NUMBER, AnswerType.DEFAULT) and re.fullmatch(
+                r"(?:1[89]|20)\d\d", text):
+            score -= 0.7  # a year is seldom a count
+        if "%" in text and re.search(r"\b(?:rate|percent|percentage|share|ratio)\b", q):
+            score += 0.5
+        if t is AnswerType.NAME and q.lstrip().startswith("who") and re.fullmatch(
+                r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’.-]+){1,3}", text):
+            score += 0.4  # a person's name
+        if t in _NUMERIC and label and re.search(r"\d", label.group(1)) and len(
+                label.group(1).split()) <= 3:
+            text = f"{text} ({label.group(1).strip()})"  # "3,600 seconds (1 hour)"
+        out.append(Span(text, start, score))
+    out.sort(key=lambda s: (-s.score, s.start))
+    return out
+
+
+def yes_no(focus: Focus, sentence: str) -> str | None:
+    """"Yes" or "No" for a yes/no question from one source sentence that covers it (a
+    negation in the sentence that the question lacks, or the reverse, says "No");
+    None when the question is not a yes/no question."""
+    if focus.answer_type is not AnswerType.YESNO:
+        return None
+    negated = _NEGATION.search(sentence) is not None
+    return "No" if negated != focus.negated else "Yes"
+
+
+def short_answer(focus: Focus, sentence: str) -> str | None:
+    """The best short answer in ``sentence`` (None: none there)."""
+    said = yes_no(focus, sentence)
+    if said is not None:
+        return said
+    found = spans(focus, sentence)
+    return found[0].text if found else None
+
+
+def span_grammar(candidates: list[str]) -> str:
+    """A GBNF grammar whose only sentences are ``candidates`` (the model picks one)."""
+    alts = " | ".join(json.dumps(c) for c in candidates)
+    return f"root ::= {alts}\n"
