@@ -56,8 +56,9 @@ def test_score_one_answer():
     row = score(item, "agent", _rec("She was born in France [1].", cited=["Ann.md", "Bob.md"],
                                     retrieved=["Ann.md", "Bob.md"], steps=["a", "A ", "b"]))
     assert row.correct and row.contains and row.em == 0.0
-    # normalised: "she was born in france 1": precision 1/6, recall 1, F1 2/7
-    assert row.f1 == pytest.approx(2 / 7)
+    # no short answer: the whole answer, its marker stripped, "she was born in france":
+    # precision 1/5, recall 1, F1 1/3
+    assert row.f1 == pytest.approx(1 / 3)
     assert row.support_recall == 0.5 and row.all_support is False
     assert (row.cited, row.cited_gold) == (2, 1) and row.queries == 2
     assert row.tokens == 120 and row.latency_s == 1.5
@@ -140,3 +141,34 @@ def test_save_answers_resumes_an_evaluation(sample_file, tmp_path, monkeypatch):
     assert again.exit_code == 0, again.stderr
     assert json.loads(again.stdout)["modes"] == json.loads(first.stdout)["modes"]
     assert calls.calls == [] and len(saved.read_text().splitlines()) == 2
+
+
+# ---------------------------------------------------------- short answers (issue 22)
+def test_em_and_f1_score_the_short_answer_without_its_markers():
+    item = QaItem("h1", "q", ["Chief of Protocol"], ["Shirley_Temple.md"], "multi-hop")
+    rec = _rec("Chief of Protocol [2]. Shirley_Temple.md says: “As an adult, she served as "
+               "Chief of Protocol of the United States.” [2]")
+    rec["short_answer"] = "Chief of Protocol [2]"
+    row = score(item, "auto", rec)
+    assert row.em == 1.0 and row.f1 == 1.0 and row.short_answer == "Chief of Protocol [2]"
+    assert row.contains  # contains is judged on the whole answer
+    assert 0 < row.answer_f1 < 1  # and the whole answer keeps an F1 of its own
+    summary = summarize("auto", [row, score(item, "auto", _rec("Protocol."))])
+    assert summary.short_answers == 1 and summary.em == 0.5
+
+
+def test_without_a_short_answer_the_whole_answer_is_scored():
+    item = QaItem("h2", "q", ["Bob"], ["Bob.md"], "multi-hop")
+    for rec in (_rec("Bob [1]"), {**_rec("Bob [1]"), "short_answer": ""},
+                {**_rec("Bob"), "short_answer": " [1] "}):
+        row = score(item, "auto", rec)
+        assert row.em == 1.0 and row.f1 == 1.0, rec
+
+
+def test_a_gold_answer_inside_curly_quotes_is_found():
+    # answers quote sources in curly quotes: the gold at the quote's end still counts
+    item = QaItem("h3", "q", ["Greenwich Village, New York City"], [], "multi-hop")
+    row = score(item, "auto", _rec("Trigiani.md says: “She is based in Greenwich Village, "
+                                   "New York City.” [1]"))
+    assert row.contains
+

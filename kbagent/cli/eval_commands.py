@@ -244,8 +244,11 @@ def _qa_table(report: Any) -> None:
             ("correct", lambda m: f"{m.correct}/{m.questions}"),
             ("correct by kind", lambda m: ", ".join(f"{k} {v}" for k, v in
                                                      m.correct_by_kind.items())),
-            ("exact match", lambda m: m.em), ("token F1", lambda m: m.f1),
-            ("answer contains gold", lambda m: m.contains),
+            ("exact match (short answer)", lambda m: m.em),
+            ("token F1 (short answer)", lambda m: m.f1),
+            ("short answers given", lambda m: f"{m.short_answers}/{m.questions}"),
+            ("token F1 (whole answer)", lambda m: m.answer_f1),
+            ("answer contains gold (whole answer)", lambda m: m.contains),
             ("supporting-doc recall", lambda m: m.support_recall),
             ("all supporting docs found", lambda m: m.all_support),
             ("citation precision", lambda m: m.citation_precision),

@@ -9,7 +9,9 @@ Ranking (BEIR / TREC conventions, as ``pytrec_eval`` computes them):
 
 Answers (SQuAD v1.1 evaluation script): lower-case, drop punctuation, drop the
 articles a/an/the, collapse white space; exact match and token F1 take the best
-over the gold answers.
+over the gold answers. Punctuation is every Unicode punctuation character, not
+only ASCII's: kbagent's answers quote sources in curly quotes, and a gold answer
+at the end of a quote (“... New York City.”) must still match.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -58,8 +61,12 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 
 
+def _punct(ch: str) -> bool:
+    return ch in _PUNCT or unicodedata.category(ch).startswith("P")
+
+
 def normalize_answer(text: str) -> str:
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    text = "".join(ch for ch in text.lower() if not _punct(ch))
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

@@ -2,8 +2,10 @@
 by ``kbagent batch``) and score each answer, per mode, side by side.
 
 Per question: exact match and token F1 (SQuAD normalisation, best over the
-gold answers), "answer contains a gold answer" on word boundaries (the
-verdict for short answers inside a sentence), abstention (the answer says the
+gold answers) of the *short answer* (``short_answer``: the fact in a few words,
+its citation markers stripped; the whole answer when a run gave none), token F1
+of the whole answer too, "answer contains a gold answer" on word boundaries in
+the whole answer (the verdict for a fact inside a sentence), abstention (the answer says the
 knowledge base does not say: right for unanswerable questions, wrong for the
 others), supporting-document recall of what the tools retrieved (every chunk
 any tool showed the model), citation precision (cited chunks that come from
@@ -22,6 +24,7 @@ from kbagent.agent.kinds import SEARCH_TOOLS
 from kbagent.evaluation.metrics import contains_gold, exact_match, percentile, token_f1
 from kbagent.evaluation.qa_data import QaDataset, QaItem
 
+_MARKERS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 # How an answer says that the knowledge base does not hold the answer.
 ABSTAINED = re.compile(
     r"does not (say|mention|contain|include|specify|provide)|not (in|found in|available in) "
@@ -33,6 +36,14 @@ def abstained(answer: str) -> bool:
     return bool(ABSTAINED.search(answer))
 
 
+def short_text(rec: dict[str, Any]) -> str:
+    """What exact match and F1 score: the record's short answer, else its whole answer
+    (a run that gave no short answer, or a record written before there was one), its
+    citation markers stripped ("128 [1]" -> "128")."""
+    short = _MARKERS.sub("", str(rec.get("short_answer") or "")).strip()
+    return short or _MARKERS.sub("", str(rec.get("answer") or "")).strip()
+
+
 @dataclass
 class QaRow:
     id: str
@@ -41,11 +52,13 @@ class QaRow:
     routed: str
     question: str
     answer: str
+    short_answer: str  # as the run gave it, markers and all ("" when it gave none)
     golds: list[str]
     correct: bool
-    em: float
-    f1: float
-    contains: bool
+    em: float  # of the short answer (the whole answer when there is none)
+    f1: float  # of the short answer (the whole answer when there is none)
+    answer_f1: float  # of the whole answer
+    contains: bool  # the whole answer contains a gold answer
     abstained: bool
     support_recall: float | None  # None: the question has no gold documents
     all_support: bool | None
@@ -65,7 +78,8 @@ def score(item: QaItem, mode: str, rec: dict[str, Any]) -> QaRow:
     steps = rec.get("steps") or []
     error = rec.get("error")
     gave_up = abstained(answer)
-    em, f1 = exact_match(answer, item.golds), token_f1(answer, item.golds)
+    short = short_text(rec)
+    em, f1 = exact_match(short, item.golds), token_f1(short, item.golds)
     contains = contains_gold(answer, item.golds)
     if item.unanswerable:
         correct = gave_up
@@ -82,8 +96,10 @@ def score(item: QaItem, mode: str, rec: dict[str, Any]) -> QaRow:
     usage = rec.get("usage") or {}
     return QaRow(
         id=item.id, kind=item.kind, mode=mode, routed=str(rec.get("mode") or mode),
-        question=item.question, answer=answer, golds=item.golds, correct=correct, em=em, f1=f1,
-        contains=contains, abstained=gave_up, support_recall=recall,
+        question=item.question, answer=answer, short_answer=str(rec.get("short_answer") or ""),
+        golds=item.golds, correct=correct, em=em, f1=f1,
+        answer_f1=token_f1(answer, item.golds), contains=contains, abstained=gave_up,
+        support_recall=recall,
         all_support=(gold <= retrieved) if gold else None, cited=len(cited),
         cited_gold=sum(1 for c in cited if c.get("path") in gold),
         cited_paths=sorted({c.get("path", "") for c in cited}), steps=len(steps),
@@ -99,9 +115,11 @@ class ModeSummary:
     questions: int
     correct: int
     correct_by_kind: dict[str, str]
-    em: float
+    em: float  # short answers (whole answers where none was given)
     f1: float
-    contains: float
+    short_answers: int  # answers that came with a short answer
+    answer_f1: float  # whole answers
+    contains: float  # whole answers
     support_recall: float | None
     all_support: str | None
     citation_precision: float | None
@@ -133,6 +151,8 @@ def summarize(mode: str, rows: list[QaRow]) -> ModeSummary:
         correct_by_kind={k: f"{sum(r.correct for r in v)}/{len(v)}"
                          for k, v in sorted(kinds.items())},
         em=_mean(r.em for r in rows), f1=_mean(r.f1 for r in rows),
+        short_answers=sum(bool(r.short_answer) for r in rows),
+        answer_f1=_mean(r.answer_f1 for r in rows),
         contains=_mean(float(r.contains) for r in rows if r.kind != "unanswerable"),
         support_recall=_mean(r.support_recall or 0.0 for r in with_gold) if with_gold else None,
         all_support=(f"{sum(bool(r.all_support) for r in with_gold)}/{len(with_gold)}"

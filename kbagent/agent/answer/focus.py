@@ -103,7 +103,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"budget|threshold|level|percentage|share)s?\b)|\b(?:raises?|throws?)\b"
                 r"|\berror (?:code|name)\b", re.I), AnswerType.ERROR),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
-                r"name|string|tag|key|id|notes?|date|day)\b)|\bsince (?:which|what)"
+                r"name|string|tag|key|id|notes?|date|day)\b)|"
+                r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
                 r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
     (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
                 r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge)\b", re.I),

@@ -50,6 +50,9 @@ _DEFAULT_VALUE = [
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
                r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
 ]
+_CALENDAR = re.compile(r"(?:January|February|March|April|May|June|July|August|September|"
+                       r"October|November|December|Monday|Tuesday|Wednesday|Thursday|Friday|"
+                       r"Saturday|Sunday)\b")
 _KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
@@ -185,10 +188,19 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((o, i, 0.0))
         return out
     if pattern is not None:
+        year_only = t is AnswerType.DATE and re.search(
+            r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
         for m in pattern.finditer(sentence):
             text = m.group()
             if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip():
                 continue  # a sentence's first word is capitalised anyway
+            if t is AnswerType.NAME and _CALENDAR.match(text):
+                continue  # "April 23, 1928" is a date, not a name
+            if year_only:
+                year = re.search(r"\b(?:1[5-9]|20)\d\d\b", text)
+                if year is None:
+                    continue
+                text = year.group()
             out.append((text, m.start(), 0.0))
     return out
 

@@ -43,6 +43,7 @@ from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
+from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import generate
@@ -53,7 +54,7 @@ from kbagent.agent.run.react import (
     parse_step,
     step_grammar,
 )
-from kbagent.agent.run.router import route
+from kbagent.agent.run.router import multi_hop, route
 from kbagent.agent.run.search_memory import (
     MAX_FOLLOWUPS,
     only_harness_searched,
@@ -152,6 +153,12 @@ class Agent:
             # apart (a search per part or operand, the calculation) and answers part by
             # part; the model's ReAct loop would only repeat those searches (BENCHMARKS)
             yield from self._rag(s, fallback=True)
+        elif grounding is not None and cfg.mode == AskMode.AUTO and (kind := multi_hop(question)):
+            # bridge and comparison questions: the harness's own follow-up searches, each a
+            # visible step, then the second hop's fact (run/bridge.py); no ReAct step
+            ended = yield from hop_run(s, cfg, self._cancel, kind, self.answer_turn, self.llm)
+            if not ended:
+                yield from finish(s, Status.ANSWERED)
         else:
             yield from self._agent(s)
 

@@ -1,12 +1,19 @@
 """Routing for ``--mode auto``: small talk -> direct answer (no retrieval); a simple
-factoid -> single retrieval (rag); a composite question -> the full agent loop."""
+factoid -> single retrieval (rag); a composite question -> the full agent loop; a
+multi-hop question (:func:`multi_hop`: a bridge or a comparison) -> the agent route,
+where a grounded run answers it with the harness's own searches
+(:mod:`kbagent.agent.run.bridge`), no ReAct step of the model."""
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from kbagent.agent.kinds import AskMode
 from kbagent.agent.run.about import about_kind
+from kbagent.agent.run.hops import compared, names_in
+
+HopKind = Literal["bridge", "comparison"]
 
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening)|greetings|"
@@ -23,6 +30,56 @@ _COMPOSITE = re.compile(
     re.IGNORECASE,
 )
 
+# --- bridge questions: the thing asked about is described, not named, so its document
+# must be found first ("the woman who portrayed Corliss Archer in Kiss and Tell").
+_DET = r"(?:the|a|an|this|that|these|his|her|its|their|another)"
+# a described thing: "the woman who portrayed ...", "a president that served ...",
+# "the arena where ... played" (the pronoun followed by more words, not "change that?")
+_DESCRIBED = re.compile(
+    rf"\b{_DET}\s+(?:[\w'’.&,-]+\s+){{0,6}}?(?:who|that|which|whose|whom|where)\s+(?=\w)"
+    r"|\b[A-Z][\w'’.&-]*,?\s+(?:which|who)\s+(?:is|was|were|are|has|had)\b",
+    re.IGNORECASE)
+# a thing known by what was done with it: "a film starring ...", "the novel on which ...
+# was based", "an album recorded at ..."
+_PARTICIPLE = re.compile(
+    rf"\b{_DET}\s+(?:[\w'’.&-]+\s+){{0,3}}?(?:starring|featuring|written|directed|produced|"
+    r"founded|created|designed|based|released|recorded|composed|published|inspired|owned|"
+    r"named|led|formed|hosted|presented)\s+(?:by|in|on|at|after|from|as|\w+)",
+    re.IGNORECASE)
+# who or what stands in a relation to a named thing: "the director of the film ...",
+# "the father of Kasper Schmeichel", "Bill Cosby's third album"
+_ROLES = (r"(?:director|author|writer|creator|founder|co-?founder|owner|father|mother|son|"
+          r"daughter|brother|sister|wife|husband|spouse|widow|star|singer|composer|"
+          r"producer|coach|manager|captain|president|leader|designer|architect|publisher|"
+          r"developer|album|film|movie|novel|song|single|band|team|company|university|"
+          r"college|school|city|town|country|county|state|arena|stadium|show|series|group|"
+          r"player|actor|actress|character|host|successor|predecessor|headquarters|holder|"
+          r"winner|champion|recipient|member|inventor)")
+_ROLE_OF = re.compile(rf"\bthe\s+(?:[\w'’-]+\s+){{0,2}}?{_ROLES}s?\s+of\s+", re.IGNORECASE)
+_POSSESSIVE = re.compile(rf"\b[A-Z][\w.-]*[’']s\s+(?:[\w-]+\s+){{0,2}}?{_ROLES}s?\b")
+# ... but "Who is the CEO of Kestrel Systems?" asks for the role itself: one document
+_ROLE_ITSELF = re.compile(rf"^\s*(?:who|what)\s+(?:is|was|are|were)\s+the\s+"
+                          rf"(?:[\w'’-]+\s+){{0,2}}?{_ROLES}s?\s+of\s+(?:\S+\s*){{1,4}}$",
+                          re.IGNORECASE)
+# "The Argentine PGA Championship record holder has won ...": a role the question starts with
+_ROLE_FIRST = re.compile(rf"^\s*the\s+(?:[\w'’.-]+\s+){{0,5}}?{_ROLES}s?\s+(?:has|had|is|was|"
+                         r"were|are|of|in|from)\b", re.IGNORECASE)
+# "What nationality were A and B?": two named things asked about together
+_TWO_NAMED = re.compile(
+    r"^\s*(?i:what|which|where)\b(?:\s+[a-z-]+){0,3}\s+(?:were|are|was|is|do|did|does)\s+"
+    r"(?:[a-z-]+\s+){0,3}(?P<a>[A-Z][^?,]*?)\s+and\s+(?P<b>[A-Z][^?,]*?)"
+    r"(?=\s*\?|\s*$|\s+(?:both|have|had|share|shared|located)\b)")
+# "this singer of ...", "this first round draft pick": a thing the question describes
+_THIS = re.compile(r"\bthis\s+(?!is\b|was\b|year\b|month\b|week\b|quarter\b)[a-z]",
+                   re.IGNORECASE)
+# "Brown State Fishing Lake is in a country that ...", "Ellie Goulding worked with what
+# other writers ...": a statement about a named thing that asks in its middle
+_ASKS_INSIDE = re.compile(
+    r"^\s*(?!(?:what|which|who|whom|whose|how|when|where|why|is|are|was|were|do|does|did|"
+    r"can|in|on|at|by|for|from|over|during|after|before)\b)[A-Z0-9][^?.!]*?\s(?:what|which|who|"
+    r"whom|whose|how many|how much|when|where)\b(?![^?]*[.?!]\s+[A-Z])", re.IGNORECASE)
+_OF_OF = re.compile(r"\bof\s+(?:the|a|an)\s+[^?]*\bof\s+(?:the|a|an)\s+\w", re.IGNORECASE)
+
 
 def is_chitchat(question: str) -> bool:
     """Small talk, or a short question about kbagent itself ("which model are you?")."""
@@ -32,10 +89,44 @@ def is_chitchat(question: str) -> bool:
     return short and about_kind(question) in ("model", "kbs", "identity", "capabilities")
 
 
+def pair(question: str) -> list[str]:
+    """The two named things a comparison question compares ([] if it is not one):
+    "Who is older, A or B?", "Were A and B both ...?", "What nationality were A and B?"."""
+    found = compared(question)
+    if found:
+        return found
+    m = _TWO_NAMED.search(question)
+    if m is None:
+        return []
+    a, b = names_in(m.group("a")), names_in(m.group("b"))
+    if a and b and a[-1][0].lower() != b[0][0].lower():
+        return [a[-1][0], b[0][0]]
+    return []
+
+
+def multi_hop(question: str) -> HopKind | None:
+    """``"comparison"`` for a question that compares two named things ("Who is older,
+    A or B?", "Were A and B both ...?"), ``"bridge"`` for one about a thing it describes
+    rather than names ("the woman who portrayed Corliss Archer in the film Kiss and
+    Tell", "the director of the film that ...", "Bill Cosby's third album"), else None."""
+    if is_chitchat(question):
+        return None
+    if pair(question):
+        return "comparison"
+    role_of = bool(_ROLE_OF.search(question)) and not (
+        _ROLE_ITSELF.search(question) and not _OF_OF.search(question))
+    if (_DESCRIBED.search(question) or _PARTICIPLE.search(question) or role_of
+            or _ROLE_FIRST.search(question) or _POSSESSIVE.search(question)
+            or _THIS.search(question) or _ASKS_INSIDE.search(question)):
+        return "bridge"
+    return None
+
+
 def route(question: str) -> AskMode:
     """Pick ``direct``, ``rag`` or ``agent`` for ``--mode auto``."""
     if is_chitchat(question):
         return AskMode.DIRECT
-    if _COMPOSITE.search(question) or question.count("?") > 1:
+    if (_COMPOSITE.search(question) or question.count("?") > 1
+            or multi_hop(question) is not None):
         return AskMode.AGENT
     return AskMode.RAG

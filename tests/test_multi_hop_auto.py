@@ -1,0 +1,126 @@
+"""Multi-hop questions in the default mode (issue 22): ``--mode auto`` answers bridge and
+comparison questions with the harness's own searches (each a visible step, no ReAct
+step of the model), the second hop's fact first; limits and cancel hold. Real KB on
+constructed paragraphs; the scripted LLM stands in for the model and must not be asked.
+Only names that existed before the multi-hop path are imported, so each test runs (and
+fails) on the code before it."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbagent.agent.events import Action, AnswerDelta, Final, Observation, StepStarted
+from kbagent.agent.run.loop import Agent, AgentConfig
+from kbagent.kb.ingest import Ingestor
+from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.scripted_llm import ScriptedLLM
+
+KISS_Q = ("What government position was held by the woman who portrayed Corliss Archer in "
+          "the film Kiss and Tell?")
+OLDER_Q = "Who is older, Annie Morton or Terry Richardson?"
+# the first hop (the film) shares the question's words; the second (the actress) holds the
+# fact; a neighbour shares the words and not the fact
+PARAGRAPHS = {
+    "Kiss and Tell (1945 film)": (
+        "Kiss and Tell is a 1945 American comedy film in which then 17-year-old Shirley "
+        "Temple portrayed Corliss Archer. In the film, two teenage girls cause their respective "
+        "parents much concern when they start to become interested in boys."),
+    "Meet Corliss Archer": (
+        "Meet Corliss Archer, a program from radio's Golden Age, ran from January 7, 1943 "
+        "to September 30, 1956. The woman who voiced Corliss Archer on the radio held no "
+        "government position."),
+    "Shirley Temple": (
+        "Shirley Temple Black (April 23, 1928 - February 10, 2014) was an American actress "
+        "and diplomat. As an adult, Shirley Temple held the government position of Chief "
+        "of Protocol of the United States."),
+    "Lord High Treasurer": (
+        "The post of Lord High Treasurer was an English government position and has been "
+        "a British government position since the Acts of Union of 1707."),
+    "Annie Morton": (
+        "Annie Morton (born October 8, 1970) is an American model born in Pennsylvania. She "
+        "has been photographed by Helmut Newton and Terry Richardson."),
+    "Terry Richardson": (
+        "Terrence \"Uncle Terry\" Richardson (born August 14, 1965) is an American fashion "
+        "and portrait photographer."),
+    "Kestrel pricing": "The Business tier costs $499 per month and includes 20 seats.",
+}
+
+
+@pytest.fixture
+def hop_kb(settings, make_folder, embedder):
+    files = {title.replace(" ", "_").replace("(", "").replace(")", "") + ".md":
+             f"# {title}\n\n{text}\n" for title, text in PARAGRAPHS.items()}
+    Ingestor(settings, "hops", embedder=embedder).run(make_folder(files))
+    return KnowledgeBase(settings, "hops")
+
+
+def run(agent: Agent, question: str):
+    events = list(agent.run(question))
+    assert isinstance(events[-1], Final)
+    return events, events[-1].result
+
+
+def searched(events) -> list[str]:
+    return [a.args["query"] for a in events if isinstance(a, Action) and a.tool == "kb_search"]
+
+
+# ------------------------------------------------------------------ the path
+def test_a_bridge_question_searches_the_second_hop_and_leads_with_its_fact(hop_kb):
+    llm = ScriptedLLM([])  # the harness's path asks the model nothing
+    cfg = AgentConfig(rag_top_k=2)  # auto, grounded: the defaults
+    events, result = run(Agent(llm, [hop_kb], cfg), KISS_Q)
+    queries = searched(events)
+    assert queries[0] == KISS_Q  # the first hop: the question
+    assert queries[1].startswith("Shirley Temple")  # the second: the bridge entity
+    actions = [e for e in events if isinstance(e, Action)]
+    assert "second document" in actions[1].thought  # each search a visible step
+    assert [e.kind for e in events if isinstance(e, StepStarted)][:2] == ["retrieval"] * 2
+    assert len([e for e in events if isinstance(e, Observation)]) == len(queries)
+    assert llm.calls == [] and result.mode == "agent" and result.status == "answered"
+    # the answer leads with the second hop's fact, cited to the second hop's document
+    first = result.sentences[0]
+    assert "Chief of Protocol" in first.text
+    assert result.reference(first.cited[0]).path == "Shirley_Temple.md"
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
+    assert streamed.strip() == result.answer.strip()
+    # then why that document: the first hop's sentence that names the bridge
+    assert any("Kiss and Tell" in x.text for x in result.sentences[1:])
+    # an explicit --mode agent keeps the model's own loop
+    llm = ScriptedLLM(["Thought: Done.\nFinal Answer: Chief of Protocol."])
+    _, result = run(Agent(llm, [hop_kb], AgentConfig(mode="agent", rag_top_k=2)), KISS_Q)
+    assert len(llm.calls) >= 1 and result.mode == "agent"
+
+
+def test_a_comparison_searches_both_and_the_answer_is_the_older_one(hop_kb):
+    llm = ScriptedLLM([])
+    events, result = run(Agent(llm, [hop_kb], AgentConfig(rag_top_k=1)), OLDER_Q)
+    queries = searched(events)
+    assert queries[0] == OLDER_Q and len(queries) == 2  # one search for the other one
+    paths = {c.path for c in result.all_references.chunks()}
+    assert {"Annie_Morton.md", "Terry_Richardson.md"} <= paths
+    assert result.short_answer.startswith("Terry Richardson [")
+    assert result.answer.startswith("Terry Richardson [")
+    n = int(result.short_answer.split("[")[1].rstrip("]"))
+    assert result.reference(n).path == "Terry_Richardson.md"
+    assert llm.calls == []
+
+
+def test_the_step_limit_bounds_the_follow_ups(hop_kb):
+    # three steps: the question's search, one follow-up, the answer
+    events, _ = run(Agent(ScriptedLLM([]), [hop_kb], AgentConfig(rag_top_k=1, max_steps=3)),
+                    KISS_Q)
+    assert len(searched(events)) == 2
+
+
+def test_a_cancel_after_the_first_hop_stops_before_the_second(hop_kb):
+    agent = Agent(ScriptedLLM([]), [hop_kb], AgentConfig(rag_top_k=2))
+    events = []
+    for ev in agent.run(KISS_Q):
+        events.append(ev)
+        if isinstance(ev, Observation):
+            agent.cancel()
+    result = events[-1].result
+    assert result.status == "cancelled" and result.mode == "agent"
+    assert searched(events) == [KISS_Q]
+
+
