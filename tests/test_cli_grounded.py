@@ -37,7 +37,9 @@ def test_unanswerable_question_says_the_knowledge_base_does_not_say(script):
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["abstained"] is True and "hunter2" not in data["answer"]
-    assert data["answer"].startswith("The knowledge base does not say: it never mentions")
+    # "password" is an ordinary word, not a named thing: no "never mentions" reason (issue 22)
+    assert data["answer"].startswith("The knowledge base does not say")
+    assert "never mentions" not in data["answer"]
     assert llm.calls == []
 
 

@@ -100,6 +100,22 @@ class HybridSearcher:
                 out[space] = embedder.encode([valid_unicode(query)])[0]
         return out
 
+    def embed_texts(self, texts: list[str]) -> np.ndarray | None:
+        """L2-normalised vectors of ``texts`` by the first searchable KB's embedder, in
+        one batched call (None when no KB has vectors to compare in). The agent ranks
+        evidence sentences with them: a paraphrase ("roll over" for "carry over") is
+        close in this space though it shares no word."""
+        for kb in self.kbs:
+            if kb.vectors_pending and len(kb.vectors) == 0:
+                continue
+            embedder = self._embedder_for(kb.embedding_space)
+            vecs = embedder.encode([valid_unicode(t) for t in texts])
+            norms = np.linalg.norm(vecs, axis=1)
+            norms[norms == 0] = 1.0
+            unit: np.ndarray = vecs / norms[:, None]
+            return unit
+        return None
+
     def search(
         self,
         query: str,

@@ -19,196 +19,157 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
-from kbagent.agent.answer.citations import Citation, clean_text, content_tokens
+import numpy as np
+
+from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS  # re-exported
-
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
-                        re.IGNORECASE)
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
-_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
-_BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
-                          r"section|ul|ol|table|thead|tbody|caption|dt|dd|pre)\b)",
-                          re.IGNORECASE)
-_HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
-_ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
-_ABBREV_END = re.compile(r"\b(e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Inc|Ltd|Co|No|Fig|approx|St|"
-                         r"U\.S)\.$")
-
-
-CODE_SUFFIXES = frozenset(".py .go .js .ts .tsx .jsx .rs .java .c .h .cc .cpp .hpp .sh .rb .kt "
-                          ".swift .cs .php .scala .lua .sql .yaml .yml .toml .ini .cfg".split())
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One sentence or table row of a cited chunk."""
-
-    n: int  # the chunk's citation number
-    text: str  # cleaned, as it can be quoted
-    context: str  # path and heading words (and a row's table header)
-    position: int  # order within the chunk
+from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
+from kbagent.agent.answer.units import Unit as Unit
+from kbagent.agent.answer.units import units_of as units_of
 
 
 @dataclass(frozen=True)
 class Scored:
     unit: Unit
     score: float  # question coverage, 0..1 (plus small preferences)
-    coverage: float  # question coverage alone
-
-
-def _cells(line: str) -> list[str]:
-    if "<t" in line.lower():
-        return [clean_text(c) for c in _CELL.findall(line)]
-    return [clean_text(c) for c in line.strip().strip("|").split("|")]
-
-
-def _split_sentences(text: str) -> list[str]:
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        piece = text[start:m.start()].strip()
-        if _ABBREV_END.search(text[:m.start()].rstrip("\"')]")):
-            continue
-        if piece:
-            out.append(piece)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
-
-
-def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
-    """The units of citation ``c`` (from ``raw``, its text with line breaks, if known)."""
-    base = c.path.replace("/", " ").replace("_", " ").replace("-", " ")
-    heading = c.heading
-    lines = (raw if raw is not None else c.raw or c.text).splitlines()
-    units: list[str] = []
-    contexts: list[str] = []
-    para: list[str] = []
-    header: list[str] = []
-
-    code = PurePosixPath(c.path).suffix.lower() in CODE_SUFFIXES
-
-    def flush() -> None:
-        if para:
-            # in source code every line is a unit ("MAX_DELAY_S = 8.0  # backoff cap")
-            pieces = ([clean_text(x) for x in para] if code else
-                      _split_sentences(clean_text("\n".join(para)).strip()))
-            for piece in pieces:
-                units.append(piece)
-                contexts.append(heading)
-            para.clear()
-
-    for line in lines:
-        if not line.strip():
-            flush()
-            header = []
-            continue
-        if not _ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
-            if _BLOCK_START.match(line):
-                flush()
-            if "</table" in line.lower():
-                header = []
-            continue
-        if _TABLE_ROW.match(line):
-            flush()
-            if _TABLE_RULE.match(line):
-                continue
-            cells = _cells(line)
-            if not any(cells):
-                continue
-            if not header:
-                header = cells
-                continue
-            if len(header) == len(cells):
-                text = "; ".join(f"{h}: {v}" if h else v
-                                 for h, v in zip(header, cells, strict=True) if v)
-            else:
-                text = "; ".join(x for x in cells if x)
-            units.append(text)
-            contexts.append(heading + " " + " ".join(header))
-            continue
-        if not line.lstrip().startswith("<caption"):
-            header = []
-        if _BLOCK_START.match(line):
-            flush()
-            cleaned = clean_text(line)
-            if _HEADING.match(line):
-                heading = _ANY_TAG.sub(" ", cleaned).strip()  # context for what follows
-                continue
-        para.append(line)
-    flush()
-    return [Unit(c.n, t, f"{base} {x}", i) for i, (t, x) in enumerate(zip(units, contexts,
-                                                                            strict=True))
-            if len(t) >= 3 and re.search(r"\w", t)]
+    coverage: float  # question coverage alone (focus words weigh more)
+    similarity: float = 0.0  # cosine of the unit's meaning to the question's (embedder)
+    typed: bool = True  # holds an answer of the kind asked for (a number, a name...)
+    # coverage of the question's words that some gathered unit holds, and the weight
+    # share of those none does (a paraphrase word, or what the sources do not cover)
+    present: float = 0.0
+    absent: float = 0.0
 
 
 def question_terms(question: str) -> set[str]:
-    return content_tokens(question) - QUESTION_WORDS
+    return set(focus_of(question).terms)
 
 
-# What kind of answer a question asks for, and what a unit that gives one looks like: a
-# unit of that kind counts as holding one more question term (as rare as the rarest), so
-# a duration answers "how long" though it shares no word with the question.
-ANSWER_TYPES: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
-    (re.compile(r"\bhow long\b", re.I),
-     re.compile(r"\d+\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?|ms|s|h)\b",
-                re.I)),
-    (re.compile(r"\bhow long did\b", re.I), re.compile(r"\b(?:duration|lasted|lasting)\b",
-                                                         re.I)),
-    (re.compile(r"\bwhen\b|\bwhat (?:date|day|year)\b", re.I),
-     re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|"
-                r"November|December|Q[1-4]|20\d\d-\d\d-\d\d|(?:19|20)\d\d)\b")),
-    (re.compile(r"\bhow much\b|\bcost\b|\bprice\b|\bpay\b|\brevenue\b", re.I),
-     re.compile(r"[$€£]\s?\d")),
-    (re.compile(r"\bpercent|\bmargin\b|\brate\b|%", re.I), re.compile(r"\d%")),
-    (re.compile(r"\bhow many\b", re.I), re.compile(r"\d")),
-    (re.compile(r"\b(?:why|explain|cause[ds]?|reason)\b", re.I), re.compile(
-        r"\b(?:because|due to|driven by|caused|as a result|owing to|led to|reason)\b", re.I)),
-    (re.compile(r"^\s*who\b", re.I), re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b")),
-]
+# A "why" question is answered by a sentence that gives a cause (the explanation kind of
+# answer has no value of its own for :meth:`Focus.type_match` to find).
+_WHY = re.compile(r"\b(?:why|explain|cause[ds]?|reason)\b", re.I)
+_BECAUSE = re.compile(r"\b(?:because|due to|driven by|caused|as a result|owing to|led to|"
+                      r"reason|so that|in order to)\b", re.I)
+# a unit stating a yes/no question's answer negates, limits or affirms it outright
+_POLARITY = re.compile(r"\b(?:not|never|no|only|always|cannot|can't|won't|doesn't|don't|isn't|"
+                       r"aren't|unless|except|must|may|can|yes)\b|n't\b", re.I)
 
 
-def answer_types(question: str) -> list[re.Pattern[str]]:
-    return [unit for q, unit in ANSWER_TYPES if q.search(question)]
+def kind_of_answer(question: str, text: str) -> bool | None:
+    """Does ``text`` hold the kind of answer ``question`` asks for? None when any text
+    may (an explanation without a cause word, a yes/no without a polarity word)."""
+    f = focus_of(question)
+    t = f.answer_type
+    if t is AnswerType.OTHER:
+        return True if _WHY.search(question) and _BECAUSE.search(text) else None
+    if t is AnswerType.YESNO:
+        return bool(_POLARITY.search(text)) or None
+    if t is AnswerType.DURATION and f.unit:  # "how many days": the unit may be in a heading
+        return f.type_match(text) or bool(TYPE_PATTERNS[AnswerType.NUMBER].search(text))
+    return f.type_match(text)
 
 
-def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None
-                ) -> list[Scored]:
-    """Units best first, by question coverage (rarity-weighted words, plus the kind of
-    answer asked for) with small preferences: an earlier retrieval rank, a shorter
-    unit."""
-    terms = question_terms(question)
+# (texts) -> their sentence-embedder vectors (L2-normalised rows), or None when the KB
+# cannot embed: the KB's own embedder, passed in by the loop
+Embed = Callable[[list[str]], "np.ndarray | None"]
+SEMANTIC_WEIGHT = 0.6  # how much a unit's meaning-closeness to the question adds
+FOCUS_BOOST = 1.0  # a focus word (the thing asked about) weighs this much more
+TYPE_WEIGHT = 0.5  # a unit of the kind of answer asked for, in rarest-word weights
+# taken from a unit with no value of the kind asked for; a third of it where the kind
+# is told by words more than by form (a name, a path, a default)
+TYPE_MISS = 0.9
+VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE,
+                         AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
+
+
+class SentenceVectors:
+    """The sentence embedder's vectors of questions and units for one run: every text
+    not embedded yet is embedded in one batched call, then kept (the final turn ranks
+    the same units several times: the whole question, its parts, the repairs)."""
+
+    def __init__(self, embed: Embed | None) -> None:
+        self.embed = embed
+        self.vectors: dict[str, np.ndarray] = {}
+        self.calls = 0  # batched embedder calls made
+        self.texts = 0  # texts embedded
+        self.seconds = 0.0  # spent embedding
+        self.failed = False  # the embedder failed once: words alone rank from then on
+
+    def cosines(self, question: str, texts: list[str]) -> list[float] | None:
+        if self.embed is None or self.failed:
+            return None
+        todo = [t for t in dict.fromkeys([question, *texts]) if t not in self.vectors]
+        if todo:
+            started = time.perf_counter()
+            try:
+                vecs = self.embed(todo)
+            except Exception:  # an embedder failure must not cost the answer
+                vecs = None
+            self.seconds += time.perf_counter() - started
+            self.calls += 1
+            self.texts += len(todo)
+            if vecs is None or len(vecs) != len(todo):
+                self.failed = True
+                return None
+            self.vectors.update(zip(todo, vecs, strict=True))
+        q = self.vectors[question]
+        return [float(self.vectors[t] @ q) for t in texts]
+
+
+def _words(stems: Iterable[str]) -> set[str]:
+    return {x for t in stems for x in content_tokens(t.replace("_", " "))}
+
+
+def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None = None,
+                vectors: SentenceVectors | None = None) -> list[Scored]:
+    """Units best first, by question coverage (rarity-weighted words, the words of the
+    question's focus weighing more, plus the kind of answer asked for), closeness of
+    meaning to the question (the sentence embedder: a paraphrase shares no word) and
+    small preferences: an earlier retrieval rank, a shorter unit."""
+    f = focus_of(question)
+    # identifiers read as words, as in the units (memo_cache: "memo", "cache"); not the
+    # s of "Kestrel's" (a CJK character is a word)
+    terms = {t for t in _words(f.terms) if len(t) > 1 or not (t.isascii() and t.isalpha())}
+    focus = _words(f.focus)
+    named = [n.lower() for n in f.named if len(n) > 2]
     if not terms or not units:
         return []
     # identifiers read as words: MAX_DELAY_S holds "delay"
     tokens = [content_tokens(u.text.replace("_", " ")) for u in units]
-    ctx_tokens = [content_tokens(u.context) for u in units]
+    ctx_tokens = [content_tokens(u.context.replace("_", " ")) for u in units]
     n = len(units)
     df = {t: sum(1 for tok in tokens if t in tok) for t in terms}
-    idf = {t: math.log((n + 1) / (df[t] + 0.5)) + 1.0 for t in terms}
-    kinds = answer_types(question)
-    kind_weight = max(idf.values())
+    rarity = {t: math.log((n + 1) / (df[t] + 0.5)) + 1.0 for t in terms}
+    idf = {t: w * (1.0 + FOCUS_BOOST * (t in focus)) for t, w in rarity.items()}
+    kind_weight = 2 * TYPE_WEIGHT * max(rarity.values())
     # the kind of answer asked for adds to a unit that gives one, but a question is not
     # less covered for asking it ("Explain retries" is answered by what retries do)
     total = sum(idf.values())
+    ctx_pool = set().union(*ctx_tokens)
+    gone = sum(w for t, w in idf.items() if not df[t] and t not in ctx_pool)
     ranks = ranks or {}
+    sims = ((vectors.cosines(question, [u.meaning for u in units]) if vectors else None)
+            or [0.0] * n)
     out = []
-    for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
+    for u, tok, ctx, sim in zip(units, tokens, ctx_tokens, sims, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
-        kind = kind_weight * sum(1 for k in kinds if k.search(u.text))
-        raw = (own + extra + kind) / total
+        kind = kind_of_answer(question, u.text)
+        low = u.text.lower()
+        own += kind_weight * sum(1 for x in named if x in low)  # "memo_cache" verbatim
+        raw = (own + extra + (kind_weight if kind else 0.0)) / total
         coverage = min(1.0, raw)
+        present = (own + extra) / (total - gone) if total > gone else 0.0
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
-        out.append(Scored(u, score, coverage))
+        score += SEMANTIC_WEIGHT * max(0.0, sim)
+        if kind is False:  # no value of the kind asked for: it cannot state the fact
+            score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3
+        out.append(Scored(u, score, coverage, sim, kind is not False, present, gone / total))
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))
     return out
 
@@ -218,13 +179,14 @@ def gather_units(citations: Iterable[Citation]) -> list[Unit]:
 
 
 def best_evidence(question: str, citations: list[Citation], limit: int = 6,
-                  per_chunk: int = 2) -> list[Scored]:
+                  per_chunk: int = 2, vectors: SentenceVectors | None = None
+                  ) -> list[Scored]:
     """The ``limit`` best units for ``question`` (at most ``per_chunk`` from a chunk)."""
     ranks = {c.n: i for i, c in enumerate(citations)}
     picked: list[Scored] = []
     count: dict[int, int] = {}
     seen: set[str] = set()
-    for s in score_units(question, gather_units(citations), ranks):
+    for s in score_units(question, gather_units(citations), ranks, vectors):
         key = " ".join(s.unit.text.lower().split())
         if count.get(s.unit.n, 0) >= per_chunk or key in seen:
             continue

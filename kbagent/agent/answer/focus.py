@@ -103,7 +103,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"budget|threshold|level|percentage|share)s?\b)|\b(?:raises?|throws?)\b"
                 r"|\berror (?:code|name)\b", re.I), AnswerType.ERROR),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
-                r"name|string|tag|key|id|notes?|date|day)\b)|\bsince (?:which|what)"
+                r"name|string|tag|key|id|notes?|date|day)\b)|"
+                r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
                 r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
     (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
                 r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge)\b", re.I),
@@ -120,8 +121,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
      AnswerType.DATE),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|file|"
                 r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
-                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|located|kept|saved|written|put|"
-                r"placed|found|live|lives)\b", re.I), AnswerType.PATH),
+                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed)\b|"
+                r"\bwhere\b.*\b(?:file|folder|directory|log|logs|config|cache|data|socket|"
+                r"database|binary|script)s?\b", re.I), AnswerType.PATH),
     (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?defaults?\b|\bdefault (?:value|setting|"
                 r"size|limit|mode|behaviou?r|level|port|path|location|encoding|format)\b|"
                 r"\bdefaults? to\b|\bdoes \S+ default\b|\bif (?:you )?(?:don't|do not) (?:set|"
@@ -131,7 +133,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
                 r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
-                r"profit|loss|volume|density|frequency|ceiling|cap|floor)\b|"
+                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index)\b|"
                 r"\bhow (?:large|big|deep|far|high|low|small|wide|tall|old|heavy|fast)\b", re.I),
      AnswerType.NUMBER),
     (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:\w+\s+){0,2}(?:name|person|people|"
@@ -140,6 +142,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"language|library|tool|package|module|function|class|method|setting|"
                 r"variable|field|column|table|role|position|nationality|product|service)\b|"
                 r"\bwhat (?:is|was|are|were) (?:it|he|she|they|this|that) called\b|"
+                r"^\s*where\b|"
                 r"\b(?:called|named)\b", re.I), AnswerType.NAME),
 ]
 

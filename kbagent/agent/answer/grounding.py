@@ -28,17 +28,18 @@ from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import CitationLedger, content_tokens
 from kbagent.agent.answer.evidence import (
-    QUESTION_WORDS,
     Scored,
+    SentenceVectors,
     Unit,
     best_evidence,
     facts_of,
     is_number,
     missing_facts,
-    question_terms,
+    numbers_in,
     score_units,
     units_of,
 )
+from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.agent.kinds import RepairAction
 from kbagent.agent.records import Repair
@@ -51,9 +52,23 @@ SupportCheck = Callable[[str, list[int]], "tuple[float, bool] | None"]
 # The best unit must cover this share of the question's (rarity-weighted) words for
 # the question to count as answered by the knowledge base.
 ANSWERABLE_COVERAGE = 0.3
+# A question word no readable chunk holds counts as a paraphrase only in a unit at least
+# this close in meaning to the question (cosine, the KB's sentence embedder); a unit
+# SAME_MEANING close covers the question whatever its words. Among the best COVER_TOP.
+PARAPHRASE_SIMILARITY = 0.53
+SAME_MEANING = 0.8
+SIMILARITY_COVER = 0.5  # what closeness of meaning (above 0.3) adds to word coverage
+COVER_TOP = 3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
+
+
+def _plain_name(name: str) -> str:
+    """A named thing as documents write it: no possessive, call parentheses or
+    backticks ("Kestrel's" -> "Kestrel", "lru_cache()" -> "lru_cache")."""
+    name = re.sub(r"(?:'s|\u2019s)$", "", name.strip("`\"'\u201c\u201d "))
+    return re.sub(r"\(\)$|=$", "", name).strip()
 
 
 def doc_name(path: str) -> str:
@@ -76,6 +91,8 @@ class Grounding:
     threshold: float = ANSWERABLE_COVERAGE
     # does a chunk the caller may read contain this word? (set by the loop: KB lookups)
     mentioned: Callable[[str], bool] | None = None
+    # the KB's sentence embedder (set by the loop), vectors kept for the run
+    vectors: SentenceVectors = field(default_factory=lambda: SentenceVectors(None))
 
     # ----------------------------------------------------------- evidence
     def evidence(self, question: str | None = None, limit: int = 6,
@@ -86,34 +103,79 @@ class Grounding:
         if prefer:
             first = [c for c in cites if c.n in prefer]
             cites = first + [c for c in cites if c.n not in prefer]
-        return best_evidence(question or self.question, cites, limit=limit)
+        return best_evidence(question or self.question, cites, limit=limit,
+                             vectors=self.vectors)
 
     def answerable(self, evidence: list[Scored]) -> bool:
         return bool(evidence) and evidence[0].coverage >= self.threshold
 
     def silent_reason(self, evidence: list[Scored]) -> str | None:
-        """Why the knowledge base does not answer the whole question ("" for no
-        particular reason), or None when the evidence may answer it. In order: a word
-        of the question that no chunk the caller may read contains ("dental"); a year
-        the question names that nothing gathered mentions; the best unit's coverage
-        below the threshold (lower for long questions: more words, less of each)."""
+        """Why the knowledge base does not answer the question ("" for no particular
+        reason), or None when the evidence may answer it. Judged on what is asked, not
+        on the question's words:
+
+        * a thing the question names (a product, an API, a setting, a place) that no
+          chunk the caller may read mentions: "it never mentions ..."; a year it names
+          that nothing gathered mentions;
+        * else one of the best units must cover the question: hold an answer of the
+          kind asked for (a number, a name, a date...), come from a chunk holding the
+          identifying numbers the question names ("ticket 58817", "Edge OS 3.3"), and
+          cover its words
+          (those the sources hold, rarity-weighted, the focus weighing more). A word of
+          the question that no readable chunk holds is a paraphrase ("roll over" for
+          "carry over") only where the unit is close in meaning to the question (the
+          sentence embedder); otherwise it is what the sources do not cover ("dental"
+          in "which dental insurance provider"). A unit very close in meaning covers
+          the question whatever its words."""
         if not evidence:
             return ""
-        pool: set[str] = set()
-        for c in self.ledger:
-            pool |= content_tokens(f"{c.text} {c.path.replace('_', ' ')} {c.heading}")
-        for word in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]{3,}", self.question)):
-            stems = content_tokens(word) - QUESTION_WORDS
-            if not stems or stems & pool:
-                continue
-            if self.mentioned is not None and not self.mentioned(word):
-                return f"it never mentions \u201c{word}\u201d"
+        f = focus_of(self.question)
+        pool_text = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger)
+        pool = pool_text.lower()
+        for name in f.named:
+            missing = self._never_mentioned(_plain_name(name), pool)
+            if missing:
+                return f"it never mentions \u201c{missing}\u201d"
         for year in dict.fromkeys(re.findall(r"\b(?:19|20)\d\d\b", self.question)):
             if year not in pool:
                 return f"nothing found is about {year}"
-        terms = question_terms(self.question)
-        threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(terms)))
-        return None if evidence[0].coverage >= threshold else ""
+        tokens = content_tokens(pool_text.replace("_", " ").replace("/", " "))
+        unknown = [w for w in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]{2,}",
+                                                       self.question))
+                   if {t for t in content_tokens(w) & f.terms if len(t) > 1} - tokens
+                   and (self.mentioned is None or not self.mentioned(w))]
+        # identifying numbers: a ticket, a model, a version ("58817", "KE-400", "3.3")
+        numbers = {x for x in numbers_in(self.question) if len(x) >= 3 or "." in x}
+        threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(f.terms)))
+        for s in evidence[:COVER_TOP]:
+            if not s.typed or not numbers <= self._numbers_of_chunk(s.unit.n):
+                continue
+            if s.similarity >= SAME_MEANING:
+                return None
+            if unknown and s.similarity < PARAPHRASE_SIMILARITY:
+                continue
+            if s.present + SIMILARITY_COVER * max(0.0, s.similarity - 0.3) >= threshold:
+                return None
+        return ""
+
+    def _never_mentioned(self, name: str, pool: str) -> str:
+        """``name`` (or the word of it) that no chunk the caller may read mentions; ""
+        when each is mentioned ("Kestrel's Lumen Ledger": each word is somewhere)."""
+        if not name or name.lower() in pool or self.mentioned is None:
+            return ""
+        if self.mentioned(name):
+            return ""
+        words = [w for w in re.split(r"[\s-]+", name) if len(w) > 1]
+        if len(words) < 2:
+            return name
+        for w in words:
+            if w.lower() not in pool and not self.mentioned(w):
+                return w
+        return ""
+
+    def _numbers_of_chunk(self, n: int) -> set[str]:
+        c = self.ledger.get(n)
+        return numbers_in(f"{c.text} {c.path} {c.heading}") if c else set()
 
     def take(self, scored: list[Scored]) -> Scored | None:
         """The best unit not quoted yet (and marks it quoted)."""
@@ -207,7 +269,7 @@ class Grounding:
                  if (u.n, u.position) not in self.used]
         cited = set(sent.cited)
         best: tuple[float, Unit] | None = None
-        for scored in score_units(self.question, units):
+        for scored in score_units(self.question, units, vectors=self.vectors):
             u = scored.unit
             overlap = len(words & content_tokens(u.text)) / max(1, len(words))
             if overlap < REPAIR_MIN_OVERLAP:

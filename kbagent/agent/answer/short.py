@@ -50,6 +50,12 @@ _DEFAULT_VALUE = [
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
                r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
 ]
+_CALENDAR = re.compile(r"(?:January|February|March|April|May|June|July|August|September|"
+                       r"October|November|December|Monday|Tuesday|Wednesday|Thursday|Friday|"
+                       r"Saturday|Sunday)\b")
+_QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
+                        r"almost|approximately|up to|at least|at most)\s+$", re.I)
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?:an|ese|ish|i|ch)$")
 _KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
@@ -172,7 +178,11 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 bonus -= 0.5
             if focus.unit and re.search(rf"\b{re.escape(focus.unit.rstrip('s'))}", text, re.I):
                 bonus += 1.0
-            out.append((_number_span(text, focus), m.start(), bonus))
+            span, at = _number_span(text, focus), m.start()
+            qual = _QUALIFIER.search(sentence[:at])
+            if qual:  # "more than 70 countries", "up to 5 days"
+                span, at = f"{qual.group(1)} {span}", qual.start(1)
+            out.append((span, at, bonus))
         if t is AnswerType.PRICE:
             out += [(m.group(), m.start(), 1.2) for m in kind.finditer(sentence)]
         return out
@@ -185,10 +195,19 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((o, i, 0.0))
         return out
     if pattern is not None:
+        year_only = t is AnswerType.DATE and re.search(
+            r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
         for m in pattern.finditer(sentence):
             text = m.group()
             if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip():
                 continue  # a sentence's first word is capitalised anyway
+            if t is AnswerType.NAME and _CALENDAR.match(text):
+                continue  # "April 23, 1928" is a date, not a name
+            if year_only:
+                year = re.search(r"\b(?:1[5-9]|20)\d\d\b", text)
+                if year is None:
+                    continue
+                text = year.group()
             out.append((text, m.start(), 0.0))
     return out
 
@@ -200,6 +219,9 @@ def _number_span(text: str, focus: Focus) -> str:
     if not m:
         return text
     number, rest = m.group(1), m.group(2)
+    scale = re.match(r"(million|billion|trillion|thousand|hundred)\b\s*", rest, re.I)
+    if scale:  # "250 million copies": the magnitude is part of the number
+        number, rest = f"{number} {scale.group(1)}", rest[scale.end():]
     if not rest:
         return number
     if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
@@ -278,6 +300,9 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
             score -= 0.7  # a year is seldom a count
         if "%" in text and re.search(r"\b(?:rate|percent|percentage|share|ratio)\b", q):
             score += 0.5
+        if t is AnswerType.NAME and _DEMONYM.fullmatch(text) and not re.search(
+                r"national|countr|language|ethnic|origin", q):
+            score -= 0.5  # "American", "Bangladeshi-British": an adjective, not a name
         if t is AnswerType.NAME and q.lstrip().startswith("who") and re.fullmatch(
                 r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’.-]+){1,3}", text):
             score += 0.4  # a person's name

@@ -8,7 +8,9 @@ streamed LLM call), ``act`` (the model's Action carried out), ``harness_steps``
 grounded final answer), ``endings`` (how a run ends), ``hops`` and
 ``search_memory`` (follow-up searches for multi-hop questions, and what was
 already searched), ``decompose`` (multi-part and arithmetic questions taken
-apart), ``router`` and ``about`` (``--mode auto`` and what kbagent says about
-itself), ``prompts`` and ``react`` (what the model is told and the text
-protocol it answers in).
+apart), ``calc_plan``, ``quantities`` and ``calculation`` (the arithmetic a
+question asks for, units of measure, the calculation and its answer),
+``router`` and ``about`` (``--mode auto`` and what kbagent says about itself),
+``prompts`` and ``react`` (what the model is told and the text protocol it
+answers in).
 """

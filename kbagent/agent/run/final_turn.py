@@ -7,8 +7,9 @@ The harness carries what a small model cannot:
    (:func:`~kbagent.agent.run.decompose.calc_plan_of`) one search per operand. Each
    search is a visible step.
 2. **Calculation.** When every operand is found in the sources, the harness calls
-   the ``calculate`` tool (a visible step) and writes the answer: the operands,
-   quoted with their citations, then the computation and its result.
+   the ``calculate`` tool (a visible step) and writes the answer
+   (:mod:`~kbagent.agent.run.calculation`): the result first, then the operands,
+   quoted with their citations, then the computation.
 3. **Part by part.** A multi-part question is answered one part at a time, each
    with the source sentence that answers it, quoted and cited, or "the
    knowledge base does not say" for a part nothing covers.
@@ -26,27 +27,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 
-from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
+from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import Grounding, closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import ProcessedSentence
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.events import AnswerDelta, Event
 from kbagent.agent.run import prompts
+from kbagent.agent.run.calculation import calculation
 from kbagent.agent.run.decompose import (
-    CalcPlan,
     Operand,
     Part,
-    Value,
     calc_plan_of,
-    expression,
     find_operand,
     metric_of,
     parts_of,
 )
-from kbagent.agent.run.harness_steps import calculate_step, search_step
+from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.state import RunState
-from kbagent.agent.tools.calculator import format_number
 
 # The model writes the answer from a message of sources and question (the loop's
 # ``Agent.answer_turn``, passed in): True when the run already ended.
@@ -61,7 +59,6 @@ PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: les
 SHORT_FROM = 3  # units looked at for a short answer
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
-OPERAND_TOP_K = 10  # hits per operand search: a figure often sits in one table row
 
 
 def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
@@ -106,7 +103,7 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
     plan = calc_plan_of(s.question)
     parts = parts_of(s.question) if plan is None else []
     if plan is not None:
-        done = yield from _calculation(s, step, plan)
+        done = yield from calculation(s, step, plan)
         if done:
             return False
         step = len(s.steps) + 1
@@ -134,7 +131,8 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     # a calculation whose operands were not all found is not evidence that the KB is
     # silent: each operand may be there in words the reader did not match
-    reason = g.silent_reason(evidence) if plan is None else None
+    # (a unit asked of one figure is a plain question once no conversion is needed)
+    reason = g.silent_reason(evidence) if plan is None or plan.op == "convert" else None
     if reason is not None:
         yield from abstain(s, evidence, reason)
         return False
@@ -255,60 +253,3 @@ def ensure_answer(s: RunState) -> Iterator[Event]:
         return
     c = s.ledger.get(best.unit.n)
     yield _say(s, quote(best.unit, c.path if c else ""), "quote")
-
-
-def _calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None, bool]:
-    """Search each operand, read its value, compute; True if the answer is written."""
-    g = _g(s)
-    values: list[Value] = []
-    for op in plan.operands:
-        out = yield from search_step(s, step, f"{op.metric} {op.item}",
-                                     f"I need the {op.metric} for {op.item}.", OPERAND_TOP_K)
-        found = out.citations
-        step += 1
-        cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
-                                                           if c.n not in found]
-        value = find_operand(op, [u for c in cites for u in units_of(c)],
-                             like=values[0].text if values else "")
-        if value is None:
-            return False
-        values.append(value)
-    expr = expression(plan, values)
-    result = yield from calculate_step(s, step, expr)
-    if result is None:
-        return False
-    shown = _result_text(plan, values, result)
-    g.extra_numbers |= numbers_in(result) | numbers_in(expr) | numbers_in(shown)
-    for op, v in zip(plan.operands, values, strict=True):
-        g.used.add((v.unit.n, v.unit.position))
-        metric = " ".join(dict.fromkeys(op.metric.split()))
-        yield _say(s, f"{metric[:1].upper()}{metric[1:]} for {op.item}: {v.text} "
-                      f"[{v.unit.n}]. ", "quote")
-    yield _say(s, f"{_op_name(plan)}: {expr.replace('*', '×')} = {shown} (calculated). ",
-               "calculation")
-    return True
-
-
-def _op_name(plan: CalcPlan) -> str:
-    a, b = plan.operands[0].item, plan.operands[-1].item
-    return {"pct_change": f"Change from {a} to {b}",
-            "pp_change": f"Change from {a} to {b}, in percentage points",
-            "difference": f"Difference between {a} and {b}",
-            "sum": f"Total for {', '.join(o.item for o in plan.operands)}"}[plan.op]
-
-
-def _result_text(plan: CalcPlan, values: list[Value], result: str) -> str:
-    try:
-        number = float(result.replace(",", ""))
-    except ValueError:
-        return result
-    one = f"{abs(number) if plan.op == 'pp_change' else number:.1f}".rstrip("0").rstrip(".")
-    if plan.op == "pct_change":
-        return f"{one}%"
-    if plan.op == "pp_change":
-        return f"{one} percentage points"
-    text = format_number(round(number, 2))
-    first = values[0].text
-    prefix = first[0] if first[:1] in "$€£" else ""
-    suffix = first.rstrip(")")[-1] if first.rstrip(")")[-1:] in "MKB%" else ""
-    return f"{prefix}{text}{suffix}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.answer.evidence import SentenceVectors
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
@@ -136,7 +137,9 @@ class Agent:
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
         now = self.clock.perf_counter()
-        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned)
+        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
+                               vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
+                                                               None)))
                      if cfg.grounded and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),

@@ -1,0 +1,286 @@
+"""Evidence units: a cited chunk cut into the pieces an answer can quote.
+
+A unit is one of
+
+* a **sentence** of prose (a list item is prose of its own: it never runs on into
+  the next item);
+* a table **row**, read "header: value; ..." when the table has a header row;
+* a **definition** entry: a Markdown definition list (``term`` then ``: definition``),
+  a reStructuredText one (a term line, its definition indented below it) and an HTML
+  ``<dt>``/``<dd>`` pair (extracted HTML puts each on a line of its own) read as one
+  unit "term: definition" (a long definition: one per sentence, each with its term),
+  so the unit says what it is about;
+* an API **signature** such as ``lru_cache(user_function, maxsize=128)`` (a line, a
+  heading, a ``.. function::`` directive or an HTML ``<dt>`` holding only
+  signatures), kept whole, with its description's first sentence as its ``gloss``:
+  context for ranking, not part of the quote;
+* a **line** of source code ("MAX_DELAY_S = 8.0  # backoff cap").
+
+Each unit keeps the words that say what it is about without being in it: the
+chunk's path and heading (``context``), a row's table header, a definition's term.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import PurePosixPath
+
+from kbagent.agent.answer.citations import Citation, clean_text
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
+                        re.IGNORECASE)
+_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
+_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
+_BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
+                          r"section|ul|ol|table|thead|tbody|caption|dt|dd|pre)\b)",
+                          re.IGNORECASE)
+_HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
+_ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_ABBREV_END = re.compile(r"\b(e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Inc|Ltd|Co|No|Fig|approx|St|"
+                         r"U\.S)\.$")
+# Markdown "term\n: definition"
+_MD_DEFINITION = re.compile(r"^\s{0,3}:\s+(\S.*)$")
+# reStructuredText directives: ".. function:: lru_cache(maxsize=128)", ".. note::"
+_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:[\w-]+:)?([\w-]+)::\s*(.*)$")
+_API_DIRECTIVES = frozenset("function method class classmethod staticmethod decorator "
+                            "exception attribute data property".split())
+# one signature: an optional def/class keyword, a dotted name, its parenthesised
+# parameters (one level of nesting) and an optional return annotation
+_ONE_SIGNATURE = (r"(?:(?:async\s+)?def\s+|class\s+)?[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?"
+                  r"\((?:[^()]|\([^()]*\))*\)(?:\s*->\s*[^\s:]+(?:\[[^\]]*\])?)?:?")
+_SIGNATURE = re.compile(rf"{_ONE_SIGNATURE}(?:\s+{_ONE_SIGNATURE})*")
+_RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
+_TERM_END = re.compile(r"[.!?;,:]$")
+TERM_MAX_CHARS = 80
+DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each with its term
+TERM_MAX_WORDS = 8
+
+CODE_SUFFIXES = frozenset(".py .go .js .ts .tsx .jsx .rs .java .c .h .cc .cpp .hpp .sh .rb .kt "
+                          ".swift .cs .php .scala .lua .sql .yaml .yml .toml .ini .cfg".split())
+HTML_SUFFIXES = frozenset(".html .htm .xhtml".split())
+
+
+class UnitKind(StrEnum):
+    SENTENCE = "sentence"
+    ROW = "row"
+    DEFINITION = "definition"
+    SIGNATURE = "signature"
+    LINE = "line"  # of source code
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One sentence, table row, definition entry, signature or code line of a chunk."""
+
+    n: int  # the chunk's citation number
+    text: str  # cleaned, as it can be quoted
+    context: str  # path and heading words (and a row's table header)
+    position: int  # order within the chunk
+    kind: UnitKind = UnitKind.SENTENCE
+    gloss: str = ""  # a signature's description (its first sentence): ranks, never quoted
+
+    @property
+    def meaning(self) -> str:
+        """What the sentence embedder reads for this unit."""
+        return f"{self.text} {self.gloss}".strip()
+
+
+def _cells(line: str) -> list[str]:
+    if "<t" in line.lower():
+        return [clean_text(c) for c in _CELL.findall(line)]
+    return [clean_text(c) for c in line.strip().strip("|").split("|")]
+
+
+def split_sentences(text: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        piece = text[start:m.start()].strip()
+        if _ABBREV_END.search(text[:m.start()].rstrip("\"')]")):
+            continue
+        if piece:
+            out.append(piece)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def signature_of(line: str) -> str | None:
+    """The line as an API signature ("lru_cache(user_function, maxsize=128)"), or None
+    when it is anything else (prose that mentions a call, a heading that is a title)."""
+    text = clean_text(line).replace("\u00b6", "").strip()
+    m = _DIRECTIVE.match(line)
+    if m:
+        if m.group(1).lower() not in _API_DIRECTIVES:
+            return None
+        text = clean_text(m.group(2)).strip()
+        return text or None
+    if len(text) > 300 or not _SIGNATURE.fullmatch(text):
+        return None
+    return text
+
+
+def _is_term(text: str) -> bool:
+    """Could this line be the term of a definition ("server.listen", "Timeout")?"""
+    text = text.strip()
+    return (0 < len(text) <= TERM_MAX_CHARS and len(text.split()) <= TERM_MAX_WORDS
+            and not _TERM_END.search(text) and not _BLOCK_START.match(text))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+class _Cutter:
+    """Walks a chunk's lines once, collecting units and their contexts."""
+
+    def __init__(self, heading: str, code: bool) -> None:
+        self.heading = heading
+        self.code = code
+        self.units: list[tuple[str, str, UnitKind, str]] = []  # text, context, kind, gloss
+        self.para: list[str] = []
+        self.term = ""  # the definition the current paragraph belongs to
+        self.glossless: list[int] = []  # signatures waiting for their description
+
+    def add(self, text: str, kind: UnitKind, context: str = "", gloss: str = "") -> None:
+        self.units.append((text, f"{self.heading} {context}".strip(), kind, gloss))
+
+    def signature(self, text: str) -> None:
+        self.flush()
+        self.add(text, UnitKind.SIGNATURE)
+        self.glossless.append(len(self.units) - 1)
+
+    def flush(self) -> None:
+        if not self.para:
+            self.term = ""
+            return
+        if self.code:  # in source code every line is a unit
+            for x in self.para:
+                self.add(clean_text(x), UnitKind.LINE)
+            self.para.clear()
+            return
+        pieces = split_sentences(clean_text("\n".join(self.para)).strip())
+        if pieces and self.glossless:
+            for i in self.glossless:
+                text, context, kind, _ = self.units[i]
+                self.units[i] = (text, f"{context} {pieces[0]}", kind, pieces[0])
+            self.glossless = []
+        if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
+            pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
+        for piece in pieces:
+            if self.term:
+                self.add(f"{self.term}: {piece}", UnitKind.DEFINITION, self.term)
+            else:
+                self.add(piece, UnitKind.SENTENCE)
+        self.para.clear()
+        self.term = ""
+
+    def define(self, term: str, first_line: str) -> None:
+        """``term`` is defined by a paragraph starting with ``first_line``."""
+        self.para.clear()
+        self.term = clean_text(term)
+        self.para.append(first_line)
+
+
+def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
+    """The units of citation ``c`` (from ``raw``, its text with line breaks, if known)."""
+    base = c.path.replace("/", " ").replace("_", " ").replace("-", " ")
+    lines = (raw if raw is not None else c.raw or c.text).splitlines()
+    suffix = PurePosixPath(c.path).suffix.lower()
+    cut = _Cutter(c.heading, suffix in CODE_SUFFIXES)
+    # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
+    html = suffix in HTML_SUFFIXES
+    header: list[str] = []
+    pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
+
+    for i, line in enumerate(lines):
+        if not line.strip():
+            cut.flush()
+            header = []
+            continue
+        if not _ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
+            if _BLOCK_START.match(line):
+                cut.flush()
+            if "</table" in line.lower():
+                header = []
+            continue
+        if _TABLE_ROW.match(line):
+            cut.flush()
+            if _TABLE_RULE.match(line):
+                continue
+            cells = _cells(line)
+            if not any(cells):
+                continue
+            if not header:
+                header = cells
+                continue
+            if len(header) == len(cells):
+                text = "; ".join(f"{h}: {v}" if h else v
+                                 for h, v in zip(header, cells, strict=True) if v)
+            else:
+                text = "; ".join(x for x in cells if x)
+            cut.add(text, UnitKind.ROW, " ".join(header))
+            continue
+        if not line.lstrip().startswith("<caption"):
+            header = []
+        if cut.code:  # each line a unit; a "# comment" block is context
+            if _BLOCK_START.match(line):
+                cut.flush()
+                if _HEADING.match(line):
+                    cut.heading = _ANY_TAG.sub(" ", clean_text(line)).strip()
+                    continue
+            cut.para.append(line)
+            continue
+        sig = signature_of(line)
+        if _HEADING.match(line):
+            cut.flush()
+            cut.glossless = []
+            cut.heading = _ANY_TAG.sub(" ", clean_text(line)).strip()  # context for what follows
+            if sig is not None:
+                cut.signature(sig)
+            continue
+        if sig is not None:
+            cut.signature(sig)
+            continue
+        field = _RST_FIELD.match(line)
+        if field:  # ":Owner: Marco Bellini"
+            cut.flush()
+            cut.add(f"{field.group(1)}: {clean_text(field.group(2))}", UnitKind.DEFINITION,
+                    field.group(1))
+            continue
+        directive = _DIRECTIVE.match(line)
+        if directive:  # ".. code-block:: yaml", ".. note::": markup, not text
+            cut.flush()
+            continue
+        md_def = _MD_DEFINITION.match(line)
+        if md_def and len(cut.para) == 1 and _is_term(clean_text(cut.para[0])):
+            cut.define(cut.para[0], md_def.group(1))
+            continue
+        if (len(cut.para) == 1 and not cut.term and _indent(line) > _indent(cut.para[0])
+                and _is_term(cut.para[0]) and not html):  # reST: term, indented definition
+            cut.define(cut.para[0], line)
+            continue
+        if html:
+            cut.flush()
+            if pending_term and not _is_term(line):
+                cut.define(pending_term, line)
+                pending_term = ""
+                continue
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            if _is_term(line) and nxt.strip() and not _is_term(nxt) and not _BLOCK_START.match(
+                    nxt) and not _TABLE_ROW.match(nxt) and signature_of(nxt) is None:
+                pending_term = line
+                continue
+            pending_term = ""
+        elif _BLOCK_START.match(line):
+            cut.flush()
+        cut.para.append(line)
+    cut.flush()
+    return [Unit(c.n, t, f"{base} {x}", i, kind, gloss)
+            for i, (t, x, kind, gloss) in enumerate(cut.units)
+            if len(t) >= 3 and re.search(r"\w", t)]

@@ -1,0 +1,180 @@
+"""Sentence-level evidence ranking and abstention on the question's focus (issue 22).
+
+Constructed documents in a real KB (the bundled embedder, the real searcher and
+grounding harness; the scripted model is never what decides): in each, neighbouring
+sentences share the question's words but not its fact, and the answer must lead with
+the unit that states the fact. A grounded answer quotes the best-ranked unit
+first (after the short answer taken from it), so that quote is what these tests read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbagent.agent.answer.citations import Citation, clean_text
+from kbagent.agent.answer.evidence import units_of
+from kbagent.agent.events import Final
+from kbagent.agent.run.loop import Agent, AgentConfig
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.settings import Settings
+from tests.scripted_llm import ScriptedLLM
+
+DOCS = {
+    "ops/cache_guide.md": """# Response cache
+
+The response cache stores completed replies for identical requests. Cache entries are
+evicted when the cache tier runs out of memory, and cache entry eviction follows least
+recently used order. Operators can list cache entries in the dashboard. Each cache entry
+expires 45 minutes after it was written.
+""",
+    "ops/uploads.md": """# Uploads
+
+A failed upload is retried when the server times out. The maximum number of upload retries
+is set per workspace by an administrator. Uploads larger than the chunk size are split.
+
+| Setting | Default | Maximum |
+|---------|---------|---------|
+| upload_timeout | 30 seconds | 600 seconds |
+| upload_retries | 3 | 10 |
+| upload_chunk_size | 8 MB | 64 MB |
+""",
+    "api/memo.html": """<html><body>
+<h2>Memoizing helpers</h2>
+<p>The size of the memo_cache is what most users tune first, and maxsize values that
+are too small make the memo_cache useless. Choosing maxsize well matters.</p>
+<dl class="function">
+<dt id="memo_cache">memo_cache(user_function, maxsize=128, typed=False)</dt>
+<dd><p>Wrap a function with a memoizing callable that keeps the most recent calls.
+If maxsize is set to None, the cache can grow without bound.</p></dd>
+</dl>
+</body></html>
+""",
+    "ops/audit_settings.md": """# Audit settings
+
+Audit records are written for every administrative action, and auditors read audit
+records in the console. How long audit records are kept is decided per workspace.
+
+retention_days
+: Days audit records are kept before deletion. Default: 90.
+
+export_format
+: Format of exported audit records. Default: JSON lines.
+""",
+    "security/storage.md": """# Storage
+
+The audit log is stored in the primary region. The audit log is replicated to a second
+region, and the replica of the audit log is checked at rest every night. Audit log
+entries are encrypted with AES-256 before they are written to disk.
+""",
+    "hr/leave.md": """# Annual leave
+
+Employees get 25 days of annual leave per year. Leave requests go through the HR portal
+and need the approval of a manager. Up to 5 unused days can be carried over into the
+following year; anything above that is forfeited.
+""",
+    "ops/backups.md": """# Backups
+
+Backups of every database run nightly. The retention period for backups is chosen by
+each administrator, and the backup retention period can be changed in the console.
+Long retention matters for compliance reviews of backups.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory, embedder) -> KnowledgeBase:
+    from kbagent.kb.ingest import Ingestor
+
+    root = tmp_path_factory.mktemp("ranking_docs")
+    for rel, text in DOCS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    home = tmp_path_factory.mktemp("ranking_home")
+    settings = Settings.load(home=Path(home))
+    Ingestor(settings, "docs", embedder=embedder).run(root)
+    return KnowledgeBase(settings, "docs")
+
+
+def answer(kb: KnowledgeBase, question: str):
+    events = list(Agent(ScriptedLLM(["-"] * 3), [kb],
+                        AgentConfig(mode="rag", tools="full")).run(question))
+    assert isinstance(events[-1], Final)
+    return events[-1].result
+
+
+def lead(kb: KnowledgeBase, question: str) -> str:
+    """The source sentence the answer leads with: the first quote, of the best-ranked
+    unit (a short answer taken from it may come before it)."""
+    result = answer(kb, question)
+    assert not result.abstained, result.answer
+    quotes = [s.text for s in result.sentences if s.role == "quote" and " says: \u201c" in s.text]
+    assert quotes, result.answer
+    return quotes[0]
+
+
+def test_the_fact_leads_not_the_neighbours_that_share_the_question_words(kb) -> None:
+    first = lead(kb, "What is the lifetime of a cache entry?")
+    assert "45 minutes" in first
+
+
+def test_a_table_row_leads_when_the_prose_above_it_shares_the_words(kb) -> None:
+    first = lead(kb, "What is the maximum number of upload retries?")
+    assert "upload_retries" in first and "10" in first
+
+
+def test_an_api_signature_is_one_unit_with_its_description_as_gloss() -> None:
+    c = Citation(1, "kb", "api/memo.html", 1, 9, clean_text(DOCS["api/memo.html"]), None,
+                 "kb_search", raw="\n".join([
+                     "## Memoizing helpers",
+                     "The size of the memo_cache is what most users tune first.",
+                     "memo_cache(user_function, maxsize=128, typed=False)",
+                     "Wrap a function with a memoizing callable that keeps the most recent "
+                     "calls. If maxsize is set to None, the cache can grow without bound."]))
+    units = {u.text: u for u in units_of(c)}
+    sig = units.get("memo_cache(user_function, maxsize=128, typed=False)")
+    assert sig is not None
+    assert "memoizing callable" in sig.context  # its description's first sentence
+    assert "The size of the memo_cache is what most users tune first." in units
+
+
+def test_an_api_signature_leads_for_its_default(kb) -> None:
+    first = lead(kb, "What is the default maxsize of memo_cache?")
+    assert "maxsize=128" in first
+
+
+def test_a_definition_list_entry_is_one_unit_with_its_term(kb) -> None:
+    c = Citation(1, "kb", "ops/audit_settings.md", 1, 12,
+                 clean_text(DOCS["ops/audit_settings.md"]), None, "kb_search",
+                 raw=DOCS["ops/audit_settings.md"])
+    texts = [u.text for u in units_of(c)]
+    assert "retention_days: Days audit records are kept before deletion. Default: 90." in texts
+    first = lead(kb, "For how many days are audit records retained by default?")
+    assert "90" in first
+
+
+def test_a_yes_no_question_leads_with_the_sentence_that_settles_it(kb) -> None:
+    first = lead(kb, "Is the audit log encrypted at rest?")
+    assert "AES-256" in first
+
+
+def test_a_paraphrase_is_bridged_by_the_sentence_embedding(kb) -> None:
+    # "roll over" is in no document: the harness must neither refuse nor lead with the
+    # sentences that share "leave" and "year"
+    first = lead(kb, "Can unused leave roll over into next year?")
+    assert "carried over" in first
+
+
+def test_all_the_question_words_but_not_the_fact_abstains(kb) -> None:
+    result = answer(kb, "How long is the backup retention period?")
+    assert result.abstained
+    assert result.answer.startswith("The knowledge base does not say")
+
+
+def test_a_named_thing_no_document_mentions_is_the_reason_not_a_paraphrase_word(kb) -> None:
+    # "roomy" is in no document either, but only a named thing is a reason
+    result = answer(kb, "How roomy is the turbo_cache by default?")
+    assert result.abstained
+    assert "never mentions \u201cturbo_cache\u201d" in result.answer
