@@ -54,6 +54,23 @@ MIGRATIONS: dict[int, list[str]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
+def _wal(conn: sqlite3.Connection, tries: int = 50) -> None:
+    """Put the history in WAL mode (kept in the file: once set, every connection sees
+    it). Switching takes an exclusive lock for which SQLite does not wait (it answers
+    "database is locked" at once to avoid a deadlock), so connections that open a new
+    history at the same moment try again for a while."""
+    for i in range(tries):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or i == tries - 1:
+                raise
+            time.sleep(0.02 * (i + 1))
+
+
 @dataclass
 class HistoryEntry:
     id: int
@@ -86,7 +103,7 @@ class History:
         except sqlite3.Error as e:
             raise KbCorruptError(f"cannot open the history {self.path}: {e}") from e
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate(conn)
             yield conn
