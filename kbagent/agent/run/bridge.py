@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import Scored, Unit, score_units, units_of
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.grounding import Grounding, doc_name, quote
+from kbagent.agent.answer.grounding import doc_name, quote
 from kbagent.agent.answer.short import spans, yes_no
 from kbagent.agent.cancel import CancelToken
-from kbagent.agent.events import AnswerDelta, Event
+from kbagent.agent.events import Event
 from kbagent.agent.kinds import ShortAnswerMode
 from kbagent.agent.llm.base import LLM
 from kbagent.agent.run import prompts
@@ -57,6 +57,8 @@ from kbagent.agent.run.final_turn import (
     abstain,
     grounded_final,
 )
+from kbagent.agent.run.harness_steps import grounding_of as _g
+from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.hops import names_in, title_of
 from kbagent.agent.run.router import HopKind, pair
@@ -122,17 +124,6 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
 
 
 # ------------------------------------------------------------------ bridge
-def _g(s: RunState) -> Grounding:
-    g = s.processor.grounding
-    assert g is not None
-    return g
-
-
-def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
-    sent = s.processor.emit(text, role, cited)
-    return AnswerDelta(sent.text, sent.supported)
-
-
 def _quote(s: RunState, unit: Unit) -> Event:
     _g(s).used.add((unit.n, unit.position))
     c = s.ledger.get(unit.n)

@@ -16,7 +16,6 @@ from collections.abc import Generator
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import Unit, missing_facts, numbers_in, units_of
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.support import overlap
 from kbagent.agent.events import AnswerDelta, Event
 from kbagent.agent.run.decompose import (
@@ -28,22 +27,13 @@ from kbagent.agent.run.decompose import (
     parse_value,
 )
 from kbagent.agent.run.harness_steps import calculate_step, search_step
+from kbagent.agent.run.harness_steps import grounding_of as _g
+from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.quantities import Measure, unit_after
 from kbagent.agent.run.state import RunState
 
 OPERAND_TOP_K = 15  # hits per operand search: a figure often sits in a table row, which
 # the lexical index ranks first and the embedding last (q1 2026 ARR: bm25 #1, vector #50)
-
-
-def _g(s: RunState) -> Grounding:
-    g = s.processor.grounding
-    assert g is not None
-    return g
-
-
-def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
-    sent = s.processor.emit(text, role, cited)
-    return AnswerDelta(sent.text, sent.supported)
 
 
 def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None, bool]:

@@ -29,10 +29,9 @@ from collections.abc import Callable, Generator, Iterator
 
 from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
-from kbagent.agent.answer.grounding import Grounding, closest_sources, doc_name, quote
-from kbagent.agent.answer.sentences import ProcessedSentence
+from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.short import short_answer, spans, yes_no
-from kbagent.agent.events import AnswerDelta, Event
+from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import calculation
 from kbagent.agent.run.decompose import (
@@ -43,6 +42,8 @@ from kbagent.agent.run.decompose import (
     metric_of,
     parts_of,
 )
+from kbagent.agent.run.harness_steps import grounding_of as _g
+from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.state import RunState
 
@@ -59,17 +60,6 @@ PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: les
 SHORT_FROM = 3  # units looked at for a short answer
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
-
-
-def _say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
-    sent: ProcessedSentence = s.processor.emit(text, role, cited)
-    return AnswerDelta(sent.text, sent.supported)
-
-
-def _g(s: RunState) -> Grounding:
-    g = s.processor.grounding
-    assert g is not None
-    return g
 
 
 def abstain(s: RunState, evidence: list[Scored], reason: str = "") -> Iterator[Event]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent.events import Action, Event, Observation, StepStarted
+from kbagent.agent.answer.grounding import Grounding
+from kbagent.agent.events import Action, AnswerDelta, Event, Observation, StepStarted
 from kbagent.agent.kinds import StepKind, ToolName, ToolSet
 from kbagent.agent.llm.base import Message
 from kbagent.agent.run import prompts
@@ -78,3 +79,17 @@ def calculate_step(s: RunState, step: int, expr: str) -> Generator[Event, None, 
         return None
     s.notes.append(out.text)
     return out.text.rsplit("=", 1)[-1].strip()
+
+
+def grounding_of(s: RunState) -> Grounding:
+    """The run's grounding (the grounded final turns run only with one)."""
+    g = s.processor.grounding
+    assert g is not None
+    return g
+
+
+def say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
+    """A sentence the harness writes into the answer (a quote, a short answer, a
+    calculation, a notice), through the answer processor, as an event."""
+    sent = s.processor.emit(text, role, cited)
+    return AnswerDelta(sent.text, sent.supported)
