@@ -204,7 +204,8 @@ def test_the_qa_html_report_shows_answers_as_plain_text():
     from kbagent.evaluation.qa import QaReport, QaRow, summarize
 
     row = QaRow(id="q1", kind="fact", mode="rag", routed="rag", question=f"Retry?{TITLE}",
-                answer=f"The policy uses {MARKUP} {CLIPBOARD}{CLEAR}.", golds=["5 s"],
+                answer=f"The policy uses {MARKUP} {CLIPBOARD}{CLEAR}.",
+                short_answer=f"{MARKUP} [1]{CLEAR}", answer_f1=0.0, golds=["5 s"],
                 correct=False, em=0.0, f1=0.0, contains=False, abstained=False,
                 support_recall=None, all_support=None, cited=1, cited_gold=0,
                 cited_paths=[HOSTILE_NAME], steps=1, queries=1, tokens=10, latency_s=0.1,
