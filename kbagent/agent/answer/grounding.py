@@ -96,15 +96,18 @@ class Grounding:
 
     # ----------------------------------------------------------- evidence
     def evidence(self, question: str | None = None, limit: int = 6,
-                 prefer: list[int] | None = None) -> list[Scored]:
+                 prefer: list[int] | None = None, meaning: bool = True) -> list[Scored]:
         """The best units for ``question`` (default: the whole question) over every
-        chunk gathered; ``prefer`` (citation numbers) are ranked first."""
+        chunk gathered; ``prefer`` (citation numbers) are ranked first; ``meaning``:
+        closeness of meaning to the question counts (off, only words and the kind of
+        answer do: on a multi-hop question the sentence closest in meaning is the first
+        hop's, which restates the question, not the one holding the answer)."""
         cites = list(self.ledger)
         if prefer:
             first = [c for c in cites if c.n in prefer]
             cites = first + [c for c in cites if c.n not in prefer]
         return best_evidence(question or self.question, cites, limit=limit,
-                             vectors=self.vectors)
+                             vectors=self.vectors if meaning else None)
 
     def answerable(self, evidence: list[Scored]) -> bool:
         return bool(evidence) and evidence[0].coverage >= self.threshold

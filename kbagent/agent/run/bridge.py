@@ -207,7 +207,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
     shown = [*lead, *([via] if via else [])]
     # and the sentence that best covers the whole question, wherever it is (what the
     # one-search path leads with), when the second hop's document is not it
-    top = next((e.unit for e in evidence if e.unit.n not in {u.n for u in shown}), None)
+    top = next((e.unit for e in g.evidence(limit=EVIDENCE_UNITS, meaning=False)
+                if e.unit.n not in {u.n for u in shown}), None)
     if top is not None:
         shown.append(top)
     # the harness's span: a model pick costs a question most of its time on the bundled
