@@ -55,7 +55,7 @@ QUESTION_WORDS = frozenset(content_tokens(
 TIME_UNITS = (r"(?:milliseconds?|msecs?|ms|microseconds?|us|µs|seconds?|secs?|s|minutes?|mins?|"
               r"hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?)")
 SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|bits?)"
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
 
 # what a unit of each kind looks like in a source sentence
@@ -65,8 +65,8 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                   r"thousand|million|billion)\b", re.I),
     AnswerType.DURATION: re.compile(rf"\d[\d,.]*\s*{TIME_UNITS}\b|\b(?:an? |one |half an? )"
                                     r"(?:second|minute|hour|day|week|month|year)\b", re.I),
-    AnswerType.DATE: re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|"
-                                rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|"
+    AnswerType.DATE: re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|"
+                                rf"\b\d{{1,2}}\s+{MONTH}\s+\d{{4}}\b|\b{MONTH}\s+\d{{4}}\b|"
                                 r"\b\d{4}-\d\d-\d\d\b|\b(?:1[5-9]|20)\d\d\b"),
     AnswerType.PRICE: re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKmMbB]|million|"
                                  r"billion))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|"
@@ -193,7 +193,7 @@ class Focus:
         if pattern is None:
             return True
         if t is AnswerType.NAME:
-            return any(not _in_question(m.group(), self.question) and m.start() > 0
+            return any(not in_question(m.group(), self.question) and m.start() > 0
                        for m in pattern.finditer(text))
         if t is AnswerType.NUMBER and self.unit:
             unit = re.escape(self.unit.rstrip("s"))
@@ -202,8 +202,16 @@ class Focus:
         return pattern.search(text) is not None
 
 
-def _in_question(span: str, question: str) -> bool:
-    return span.lower().strip("`") in question.lower()
+def in_question(span: str, question: str) -> bool:
+    """Does the question itself hold ``span``? (A number only as a whole number: the
+    "20" of an answer is not in "2026".) An answer is never what the question says."""
+    low = span.lower().strip().strip("`")
+    q = question.lower()
+    if not low:
+        return True
+    if re.fullmatch(r"[\d,.]+", low):
+        return re.search(rf"(?<![\d.]){re.escape(low)}(?![\d]|\.\d)", q) is not None
+    return low in q
 
 
 def _options(question: str) -> tuple[str, ...]:

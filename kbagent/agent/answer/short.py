@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.focus import (
+    MONTH,
     SIZE_UNITS,
     TIME_UNITS,
     TYPE_PATTERNS,
     AnswerType,
     Focus,
+    in_question,
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
@@ -50,8 +52,7 @@ _DEFAULT_VALUE = [
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
                r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
 ]
-_CALENDAR = re.compile(r"(?:January|February|March|April|May|June|July|August|September|"
-                       r"October|November|December|Monday|Tuesday|Wednesday|Thursday|Friday|"
+_CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Friday|"
                        r"Saturday|Sunday)\b")
 _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
                         r"almost|approximately|up to|at least|at most)\s+$", re.I)
@@ -78,16 +79,6 @@ def _clean(span: str) -> str:
     if span.count("(") > span.count(")"):
         span = span.split("(")[0].rstrip()
     return span.strip("`")
-
-
-def _in_question(span: str, focus: Focus) -> bool:
-    low = span.lower().strip()
-    q = focus.question.lower()
-    if not low:
-        return True
-    if re.fullmatch(r"[\d,.]+", low):  # a number: as a whole number of the question
-        return re.search(rf"(?<![\d.]){re.escape(low)}(?![\d]|\.\d)", q) is not None
-    return low in q
 
 
 def _stems(word: str) -> set[str]:
@@ -274,10 +265,10 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
         words = text.split()
         if not text or len(words) > MAX_WORDS or not re.search(r"\w", text):
             continue
-        if t is not AnswerType.CHOICE and _in_question(text, focus):
+        if t is not AnswerType.CHOICE and in_question(text, focus.question):
             continue
         lead_number = re.match(r"[$€£]?\s?(\d[\d,.]*\d|\d)", text)
-        if t in _NUMERIC and lead_number and _in_question(lead_number.group(1), focus):
+        if t in _NUMERIC and lead_number and in_question(lead_number.group(1), focus.question):
             continue  # "2026 gross" for a question about 2026
         key = text.lower()
         if key in seen:
