@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from kbagent.agent.events import Action, Final, Observation
+from kbagent.agent.events import Action, Observation
 from kbagent.agent.run.hops import (
     Hit,
     bridges,
@@ -22,6 +22,7 @@ from kbagent.agent.run.hops import (
 from kbagent.agent.run.loop import MAX_FOLLOWUPS, Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.agent_runs import run, searched
 from tests.scripted_llm import ScriptedLLM
 
 # HotpotQA dev items (IRCoT subsample), paragraphs shortened.
@@ -149,16 +150,6 @@ def hotpot_kb(settings, make_folder, embedder):
 def step(thought: str, query: str, top_k: int = 5) -> str:
     args = json.dumps({"query": query, "top_k": top_k})
     return f"Thought: {thought}\nAction: kb_search\nAction Input: {args}"
-
-
-def run(agent: Agent, question: str):
-    events = list(agent.run(question))
-    assert isinstance(events[-1], Final)
-    return events, events[-1].result
-
-
-def searched(events) -> list[str]:
-    return [a.args["query"] for a in events if isinstance(a, Action) and a.tool == "kb_search"]
 
 
 def retrieved(result) -> set[str]:

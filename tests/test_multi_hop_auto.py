@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from kbagent.agent.events import Action, AnswerDelta, Final, Observation, StepStarted
+from kbagent.agent.events import Action, AnswerDelta, Observation, StepStarted
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.agent_runs import run, searched
 from tests.scripted_llm import ScriptedLLM
 
 KISS_Q = ("What government position was held by the woman who portrayed Corliss Archer in "
@@ -52,16 +53,6 @@ def hop_kb(settings, make_folder, embedder):
              f"# {title}\n\n{text}\n" for title, text in PARAGRAPHS.items()}
     Ingestor(settings, "hops", embedder=embedder).run(make_folder(files))
     return KnowledgeBase(settings, "hops")
-
-
-def run(agent: Agent, question: str):
-    events = list(agent.run(question))
-    assert isinstance(events[-1], Final)
-    return events, events[-1].result
-
-
-def searched(events) -> list[str]:
-    return [a.args["query"] for a in events if isinstance(a, Action) and a.tool == "kb_search"]
 
 
 # ------------------------------------------------------------------ the path
