@@ -80,6 +80,22 @@ Backups of every database run nightly. The retention period for backups is chose
 each administrator, and the backup retention period can be changed in the console.
 Long retention matters for compliance reviews of backups.
 """,
+    "db/mounts.md": """# Mounting volumes
+
+A single session can use two or more volume files at once with the MOUNT command, and
+one volume file can be mounted twice under different names. Mounted volume files can be
+released again with UNMOUNT at any time. The number of simultaneously mounted volumes is
+limited to MAX_MOUNTED, which is set to 6 by default. Builds can raise it to at most 90.
+""",
+    "db/scratch.md": """# Scratch space
+
+The engine writes its scratch files to a temporary folder. If the scratch_folder setting
+is empty and the SCRATCHDIR variable is unset, the engine tries these folders in order:
+
+- /srv/scratch
+- /opt/scratch
+- the current working folder
+""",
 }
 
 
@@ -178,3 +194,18 @@ def test_a_named_thing_no_document_mentions_is_the_reason_not_a_paraphrase_word(
     result = answer(kb, "How roomy is the turbo_cache by default?")
     assert result.abstained
     assert "never mentions \u201cturbo_cache\u201d" in result.answer
+
+
+def test_a_count_leads_not_two_or_more_and_out_of_the_box_is_the_default(kb) -> None:
+    # "two or more volume files" shares the question's words and is no count
+    result = answer(kb, "Out of the box, how many volume files can I mount in one session?")
+    assert not result.abstained, result.answer
+    assert result.short_answer.startswith("6 ["), result.answer
+
+
+def test_a_folder_question_whose_best_units_name_no_folder_is_not_refused(kb) -> None:
+    # the units that share the question's words are the sentence before the list: a
+    # kind of answer told by words (a path, a name) must not make the harness refuse
+    result = answer(kb, "With scratch_folder empty and SCRATCHDIR unset, which folder does "
+                        "the engine try first for its scratch files?")
+    assert not result.abstained, result.answer

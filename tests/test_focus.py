@@ -67,3 +67,51 @@ def test_type_match() -> None:
 ])
 def test_explanations_and_defaults(question: str, kind: AnswerType) -> None:
     assert focus_of(question).answer_type is kind
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    # "how" with an adjective or adverb of degree asks for a number, "how soon" for a time
+    ("How deeply can a config file be nested before the parser rejects it?",
+     AnswerType.NUMBER),
+    ("How frequently does the sync job run?", AnswerType.DURATION),
+    ("What is the shortest time the sleep call will wait?", AnswerType.DURATION),
+    # "what kind of", "what type", "which mode", a code: a name
+    ("What kind of lock does the server take first?", AnswerType.NAME),
+    ("What type affinity does a column declared as SHORT TEXT get?", AnswerType.NAME),
+    ("What export-compliance code do I declare for the product?", AnswerType.NAME),
+    # a port and an exit status are numbers
+    ("Which TCP port does the daemon listen on by default?", AnswerType.NUMBER),
+    ("Which exit code should the script return when a commit cannot be tested?",
+     AnswerType.NUMBER),
+    # a leading clause says under what conditions, not what is asked
+    ("By default, is the comparison case-sensitive?", AnswerType.YESNO),
+    ("When neither limit is set, how many files does the scan look at?", AnswerType.NUMBER),
+    ("If I just type BEGIN, what kind of transaction starts?", AnswerType.NAME),
+])
+def test_how_adverbs_kinds_and_leading_clauses(question: str, kind: AnswerType) -> None:
+    assert focus_of(question).answer_type is kind
+
+
+@pytest.mark.parametrize(("question", "unit"), [
+    ("How many database files can I attach to one connection?", "files"),
+    ("How many paid days off does a new employee get?", "days"),
+    ("How much larger is the maximum depth than the default depth?", ""),
+    ("How much does the plan cost?", ""),
+])
+def test_the_unit_is_the_counted_noun(question: str, unit: str) -> None:
+    assert focus_of(question).unit == unit
+
+
+def test_out_of_the_box_asks_for_the_default() -> None:
+    f = focus_of("Out of the box, how many database files can I attach at once?")
+    assert f.answer_type is AnswerType.NUMBER
+    assert "default" in f.focus and "default" in f.terms
+
+
+def test_a_version_and_a_dotted_number_are_whole() -> None:
+    f = focus_of("Since which release can a table have generated columns?")
+    assert f.answer_type is AnswerType.VERSION
+    assert f.type_match("Version 3.31.0 added generated columns.")
+    # "two or more" counts no number
+    assert not focus_of("How many files can be attached?").type_match(
+        "Two or more files can be attached at the same time.")

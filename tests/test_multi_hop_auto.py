@@ -115,3 +115,39 @@ def test_a_cancel_after_the_first_hop_stops_before_the_second(hop_kb):
     assert searched(events) == [KISS_Q]
 
 
+
+
+# ------------------------------------------------------------------ routing
+@pytest.mark.parametrize("question", [
+    # a leading clause before the question proper is no statement that asks inside
+    "Out of the box, how many volume files can I mount in one session?",
+    "If I run the check_index command without an argument, how many problems does it list?",
+    "Once a counter table has used the largest possible id, what error do further inserts "
+    "fail with?",
+    "Since which release can a table have computed columns?",
+    "Up to what amount per month will the company reimburse a desk membership?",
+    # code terms and a user asking: one document's fact, not a bridge or a comparison
+    "What is the minimum length that core.abbrev shortens object names to?",
+    "By default, how many queries can I chain together with MERGE or MERGE ALL?",
+    # ", and which ..." starts a second question, not a relative clause
+    "What are the drawbacks of journal mode on a network share, and which extra files does "
+    "it create?",
+])
+def test_documentation_questions_are_not_multi_hop(question):
+    from kbagent.agent.run.router import multi_hop
+
+    assert multi_hop(question) is None
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    (KISS_Q, "bridge"),
+    (OLDER_Q, "comparison"),
+    ("The director of the romantic comedy Big Stone Gap is based in what New York city?",
+     "bridge"),
+    ("Which was fought earlier, the Seven Days Battles or the Battle of Manila?",
+     "comparison"),
+])
+def test_bridge_and_comparison_questions_still_are(question, kind):
+    from kbagent.agent.run.router import multi_hop
+
+    assert multi_hop(question) == kind

@@ -43,6 +43,27 @@ from tests.scripted_llm import ScriptedLLM
     ("How many databases can be attached by default?",
      "The number of attached databases is limited to MAX_ATTACHED which is set to 10 by "
      "default.", "10"),
+    # a version is one whole token, not its last two numbers
+    ("Since which release can a table have generated columns?",
+     "Version 3.31.0 is the first release with generated columns.", "3.31.0"),
+    # the name the sentence says the fact is not comes second
+    ("What storage class does a field declared as SHORT TEXT get?",
+     'Note that a field declared as "SHORT TEXT" would give STRING class, not BINARY class, '
+     'due to the "TEXT" at the end of "SHORT TEXT".', "STRING"),
+    # an ordinary word that starts a clause is no name; an identifier and a quoted
+    # literal are, the literal whole even where it holds the question's words
+    ("What export-compliance code do I declare for the product?",
+     "Export rules: All shipments of the product are classified as ECN42.", "ECN42"),
+    ("Where does the engine remember the largest id it handed out?",
+     "The engine keeps the largest id in an internal table named id_sequence.",
+     "id_sequence"),
+    ("What header string does every archive file begin with?",
+     'Every archive file starts with the string "Archive format 2" and a nul byte.',
+     "Archive format 2"),
+    # the counted noun after an adjective, and the result a sum states
+    ("How many paid days off does a US employee get?",
+     "20 PTO days + 11 company holidays + 2 recharge days = 33 paid days off.",
+     "33 paid days"),
 ])
 def test_the_span_of_the_kind_asked_for(question: str, sentence: str, short: str) -> None:
     assert short_answer(focus_of(question), sentence) == short

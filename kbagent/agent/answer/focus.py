@@ -60,9 +60,9 @@ MONTH = (r"(?:January|February|March|April|May|June|July|August|September|Octobe
 
 # what a unit of each kind looks like in a source sentence
 TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
-    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]\d)|\b(?:one|two|three|"
+    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)*(?![\w.]\d)|\b(?:one|two|three|"
                                   r"four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
-                                  r"thousand|million|billion)\b", re.I),
+                                  r"thousand|million|billion)\b(?!\s+(?:or|of)\b)", re.I),
     AnswerType.DURATION: re.compile(rf"\d[\d,.]*\s*{TIME_UNITS}\b|\b(?:an? |one |half an? )"
                                     r"(?:second|minute|hour|day|week|month|year)\b", re.I),
     AnswerType.DATE: re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|"
@@ -72,7 +72,8 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                  r"billion))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|"
                                  r"euros?|pounds)\b"),
     AnswerType.PERCENT: re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b|per cent\b)", re.I),
-    AnswerType.VERSION: re.compile(r"\b[vV]?\d+\.\d+(?:\.\d+)*\b|\bversion\s+\w", re.I),
+    AnswerType.VERSION: re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+(?![\w.]?\d)|"
+                                   r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
                                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
                                  r"\bE[A-Z]{3,}\b"),
@@ -83,7 +84,9 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
     AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
                                    r"\bif (?:not |omitted|unspecified|absent|no )", re.I),
     AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"
-                                r"[A-Z][\w'&.-]*)*|`[^`]+`"),
+                                r"[A-Z][\w'&.-]*)*|`[^`]+`|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
+                                r"(?![\w-])|(?<![\w.-])[a-z]+\d+(?![\w.-])|\"[^\"\s][^\"]{0,38}\"|"
+                                r"“[^”]{1,40}”"),
 }
 
 _AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
@@ -98,6 +101,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
     (re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"
                 r"\b(?:explain|describe|summari[sz]e|what happen(?:s|ed))\b", re.I),
      AnswerType.OTHER),
+    # an exit status is a number ("return 125"), not an error's name
+    (re.compile(r"\bexit (?:code|status)(?:es|s)?\b", re.I), AnswerType.NUMBER),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
                 r"status code|return code|exit code|signal|warning)s?\b(?!\s+(?:rate|ratio|count|"
                 r"budget|threshold|level|percentage|share)s?\b)|\b(?:raises?|throws?)\b"
@@ -112,7 +117,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
      AnswerType.PRICE),
     (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
-    (re.compile(r"\bhow long\b|\bhow often\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:timeout|"
+    (re.compile(r"\bhow (?:long|often|soon|frequently)\b|\bhow much time\b|\b(?:shortest|longest|"
+                r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+)?(?:time|wait)\b|"
+                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:timeout|"
                 r"interval|duration|delay|period|lifetime|ttl|backoff)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),
@@ -135,21 +142,38 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
                 r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
-                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index)\b|"
-                r"\bhow (?:large|big|deep|far|high|low|small|wide|tall|old|heavy|fast)\b", re.I),
+                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port)\b|"
+                r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
+                r"many times)\b", re.I),
      AnswerType.NUMBER),
-    (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:\w+\s+){0,2}(?:name|person|people|"
+    (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,2}(?:name|person|people|"
                 r"company|team|city|country|state|town|place|author|owner|group|band|film|"
                 r"movie|book|album|song|organization|organisation|university|school|club|"
                 r"language|library|tool|package|module|function|class|method|setting|"
-                r"variable|field|column|table|role|position|nationality|product|service)\b|"
+                r"variable|field|column|table|role|position|nationality|product|service|"
+                r"kind|type|sort|mode|strategy|algorithm|format|tokenizer|affinity|protocol|"
+                r"code|keyword|header|string|line|word|engine|backend|parameter|argument|"
+                r"statement|clause|operator|encoding|character|symbol)\b|"
                 r"\bwhat (?:is|was|are|were) (?:it|he|she|they|this|that) called\b|"
                 r"^\s*where\b|"
                 r"\b(?:called|named)\b", re.I), AnswerType.NAME),
 ]
 
 _HOW_MANY_UNIT = re.compile(r"\bhow (?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?"
-                            r"([a-zA-Z][a-zA-Z-]+)", re.I)
+                            r"((?:[a-zA-Z][a-zA-Z-]+\s+){0,2}[a-zA-Z][a-zA-Z-]+)", re.I)
+# what ends the noun a "how many" counts ("how many database files can ...": files)
+_UNIT_END = frozenset("can could do does did are is were was will would should shall may "
+                      "might must have has had of in on at per for to from by with the a an "
+                      "i you we they it he she there that which this more times time larger "
+                      "smaller longer shorter bigger higher lower greater older younger "
+                      "earlier later".split())
+# a clause before the question proper ("By default, is ...", "If I run X, how many ...",
+# "When neither A nor B is set, how many ..."): it says under what conditions, not what
+# kind of answer is wanted
+_LEAD_CLAUSE = re.compile(
+    r"^(?:(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|after|"
+    r"before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*)+"
+    rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{_AUX})\b)", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "
@@ -255,25 +279,45 @@ def named_things(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))
 
 
+def _kind(q: str) -> AnswerType:
+    """The kind of answer a question (without its leading clause) asks for."""
+    if _YESNO.match(q):
+        return AnswerType.YESNO
+    kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
+    if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
+        kind = AnswerType.NAME  # "Which team owns billing?"
+    return kind
+
+
+def _unit(q: str) -> str:
+    """The noun a "how many" question counts ("days"; "files" in "how many database
+    files can ...", "days" in "how many paid days off"), "" when none."""
+    m = _HOW_MANY_UNIT.search(q)
+    if m is None:
+        return ""
+    words: list[str] = []
+    for w in m.group(1).lower().split():
+        if w in _UNIT_END:
+            break
+        words.append(w)
+    plural = [w for w in words if w.endswith("s") and not w.endswith("ss")]
+    return (plural or words or [""])[-1]  # "how many paid days off": days
+
+
 @lru_cache(maxsize=256)
 def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
     q = " ".join(question.split())
     terms = frozenset(content_tokens(q) - QUESTION_WORDS)
+    if re.search(r"\bout of the box\b", q, re.I):  # what a thing does unless told otherwise
+        terms |= content_tokens("default")
     named = named_things(q)
     options = _options(q)
     if options:
         kind = AnswerType.CHOICE
-    elif _YESNO.match(q):
-        kind = AnswerType.YESNO
     else:
-        kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
-        if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
-            kind = AnswerType.NAME  # "Which team owns billing?"
-    unit = ""
-    m = _HOW_MANY_UNIT.search(q)
-    if m and m.group(1).lower() not in ("more", "times", "of", "time"):
-        unit = m.group(1).lower()
+        kind = _kind(_LEAD_CLAUSE.sub("", q))
+    unit = _unit(q)
     focus = set()
     for name in named:
         focus |= content_tokens(name.replace("_", " ")) | content_tokens(name)

@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import CitationLedger, content_tokens
 from kbagent.agent.answer.evidence import (
+    VALUE_TYPES,
     Scored,
     SentenceVectors,
     Unit,
@@ -150,8 +151,11 @@ class Grounding:
         # identifying numbers: a ticket, a model, a version ("58817", "KE-400", "3.3")
         numbers = {x for x in numbers_in(self.question) if len(x) >= 3 or "." in x}
         threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(f.terms)))
+        # a value (a number, a date...) has a form to find; a name, a path or a default
+        # is told by words, and the unit next to the one naming it may well cover it
+        need_type = f.answer_type in VALUE_TYPES
         for s in evidence[:COVER_TOP]:
-            if not s.typed or not numbers <= self._numbers_of_chunk(s.unit.n):
+            if (need_type and not s.typed) or not numbers <= self._numbers_of_chunk(s.unit.n):
                 continue
             if s.similarity >= SAME_MEANING:
                 return None

@@ -61,6 +61,11 @@ _KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
 _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
+# a span right after these is what the fact is not ("INTEGER affinity, not REAL")
+_NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|except|unlike)\s+"
+                         r"(?:the\s+|an?\s+)?$", re.I)
+# where a clause starts: its first word is capitalised anyway ("...: All of the code")
+_CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
 _ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
                             "that", "which", "be", "in", "on", "for", "with", "by", "at"})
 
@@ -167,9 +172,12 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 bonus -= 1.0  # a bare number is not a duration
             elif t is not AnswerType.NUMBER:
                 bonus -= 0.5
-            if focus.unit and re.search(rf"\b{re.escape(focus.unit.rstrip('s'))}", text, re.I):
-                bonus += 1.0
+            unit = re.escape(focus.unit.rstrip("s"))
+            if unit and (more := re.match(rf"\s+{unit}\w*", sentence[m.end():], re.I)):
+                text += more.group()  # "33 paid days": the unit after one more word
             span, at = _number_span(text, focus), m.start()
+            if unit and re.search(rf"\b{unit}", span, re.I):
+                bonus += 1.0
             qual = _QUALIFIER.search(sentence[:at])
             if qual:  # "more than 70 countries", "up to 5 days"
                 span, at = f"{qual.group(1)} {span}", qual.start(1)
@@ -230,6 +238,16 @@ def _number_span(text: str, focus: Focus) -> str:
     return f"{number} {first}" if first.endswith("s") and len(first) > 3 else number
 
 
+def _is_name(raw: str, sentence: str, start: int) -> bool:
+    """Can this capitalised span be a name? Not one ordinary word that is capitalised
+    only because a clause starts with it ("...: All of the code"), nor a label
+    ("Description: ...", a table header)."""
+    if sentence[start + len(raw):start + len(raw) + 1] == ":":
+        return False
+    one_word = re.fullmatch(r"[A-Z][a-z'’]+", raw) is not None
+    return not (one_word and _CLAUSE_START.search(sentence[:start]))
+
+
 def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     """A name without the question's own words at its ends ("NVIDIA L40S GPUs" for
     "Which GPU...": "NVIDIA L40S"); a name that still shares words with the question is
@@ -260,7 +278,10 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
     qwords = content_tokens(focus.question)
     for raw, start, bonus in _raw_spans(focus, sentence):
         text = _clean(raw)
-        if t is AnswerType.NAME:
+        quoted = raw[:1] in "\"“"
+        if t is AnswerType.NAME and not _is_name(raw, sentence, start):
+            continue
+        if t is AnswerType.NAME and not quoted:  # a quoted literal is copied whole
             text, bonus = _trim_name(text, qwords, bonus)
         words = text.split()
         if not text or len(words) > MAX_WORDS or not re.search(r"\w", text):
@@ -279,6 +300,10 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
         near = min((abs(start - a) + (0 if a <= start else 10) for a in anchors), default=200)
         score = bonus - near / 120.0 - 0.02 * len(words) + _cell_bonus(focus, sentence, start)
         end = start + len(raw)
+        if t in _NUMERIC and re.search(r"(?:=|\btotal(?: of| is)?:?)\s*$", sentence[:start], re.I):
+            score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states
+        if _NOT_BEFORE.search(sentence[max(0, start - 20):start]):
+            score -= 0.6  # "INTEGER affinity, not REAL affinity": REAL is not the answer
         # next to a thing the question names ("38.5% in Q3" for "in Q3")
         if any(0 <= s - end <= 12 or 0 <= start - e <= 12 for s, e in named):
             score += 0.3

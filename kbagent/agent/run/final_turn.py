@@ -60,6 +60,9 @@ PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: les
 SHORT_FROM = 3  # units looked at for a short answer
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
+# a short answer comes from a unit covering at least this share of what the best covers
+# (a unit sharing one heavy word, "Default: 8 MB", must not outbid the question's topic)
+SHORT_COVERAGE = 0.5
 
 
 def abstain(s: RunState, evidence: list[Scored], reason: str = "") -> Iterator[Event]:
@@ -156,6 +159,8 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
     # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
     for i, e in enumerate(fresh[:SHORT_FROM]):
+        if e.coverage < SHORT_COVERAGE * fresh[0].coverage:
+            continue
         ranked = spans(focus, e.unit.text)
         score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0
         if ranked and (best is None or score > best[0]):

@@ -36,7 +36,8 @@ _DET = r"(?:the|a|an|this|that|these|his|her|its|their|another)"
 # a described thing: "the woman who portrayed ...", "a president that served ...",
 # "the arena where ... played" (the pronoun followed by more words, not "change that?")
 _DESCRIBED = re.compile(
-    rf"\b{_DET}\s+(?:[\w'’.&,-]+\s+){{0,6}}?(?:who|that|which|whose|whom|where)\s+(?=\w)"
+    rf"\b{_DET}\s+(?:[\w'’.&,-]+\s+){{0,6}}?(?<!, and )(?<!, or )(?:who|that|which|whose|whom|"
+    r"where)\s+(?=\w)"
     r"|\b[A-Z][\w'’.&-]*,?\s+(?:which|who)\s+(?:is|was|were|are|has|had)\b",
     re.IGNORECASE)
 # a thing known by what was done with it: "a film starring ...", "the novel on which ...
@@ -76,8 +77,18 @@ _THIS = re.compile(r"\bthis\s+(?!is\b|was\b|year\b|month\b|week\b|quarter\b)[a-z
 # other writers ...": a statement about a named thing that asks in its middle
 _ASKS_INSIDE = re.compile(
     r"^\s*(?!(?:what|which|who|whom|whose|how|when|where|why|is|are|was|were|do|does|did|"
-    r"can|in|on|at|by|for|from|over|during|after|before)\b)[A-Z0-9][^?.!]*?\s(?:what|which|who|"
+    r"can|in|on|at|by|for|from|over|during|after|before|if|once|unless|until|till|since|"
+    r"with|without|within|under|out|assuming|given|suppose|whenever|while|as|upon|using|"
+    r"per|via|up|about|around|through)\b)[A-Z0-9][^?.!]*?\s(?:what|which|who|"
     r"whom|whose|how many|how much|when|where)\b(?![^?]*[.?!]\s+[A-Z])", re.IGNORECASE)
+# a question about software or asked as its user: a code term (an identifier, a dotted
+# setting, a call, a command-line option) or "I"/"my"/"you" ("can I chain",
+# "If I run PRAGMA integrity_check"): documentation, where what the question describes
+# is an attribute or a setting ("the minimum length that core.abbrev ..."), not an
+# entity whose own document must be found first
+_CODE_TERM = re.compile(r"(?<![\w/.-])(?:[A-Za-z]\w*_\w+|[a-z]\w*\.[a-z]\w*|\w+\((?:[^()]{0,40})\)"
+                        r"|--?[a-z][\w-]*)")
+_AS_USER = re.compile(r"\b(?:my|me|you|your)\b|\bI(?:'m|'ve|'d)?\s+(?!and\b|or\b)[a-z]")
 _OF_OF = re.compile(r"\bof\s+(?:the|a|an)\s+[^?]*\bof\s+(?:the|a|an)\s+\w", re.IGNORECASE)
 
 
@@ -104,12 +115,18 @@ def pair(question: str) -> list[str]:
     return []
 
 
+def documentation_style(question: str) -> bool:
+    """Does the question ask about software, in code terms or as its user? (Its
+    answer is one document's fact: no bridge to cross, no two entities to compare.)"""
+    return bool(_CODE_TERM.search(question) or _AS_USER.search(question))
+
+
 def multi_hop(question: str) -> HopKind | None:
     """``"comparison"`` for a question that compares two named things ("Who is older,
     A or B?", "Were A and B both ...?"), ``"bridge"`` for one about a thing it describes
     rather than names ("the woman who portrayed Corliss Archer in the film Kiss and
     Tell", "the director of the film that ...", "Bill Cosby's third album"), else None."""
-    if is_chitchat(question):
+    if is_chitchat(question) or documentation_style(question):
         return None
     if pair(question):
         return "comparison"
