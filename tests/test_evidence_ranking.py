@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbagent.agent.answer.citations import Citation, clean_text
-from kbagent.agent.answer.evidence import units_of
+from kbagent.agent.answer.evidence import score_units, units_of
 from kbagent.agent.events import Final
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -209,3 +209,41 @@ def test_a_folder_question_whose_best_units_name_no_folder_is_not_refused(kb) ->
     result = answer(kb, "With scratch_folder empty and SCRATCHDIR unset, which folder does "
                         "the engine try first for its scratch files?")
     assert not result.abstained, result.answer
+
+
+def _cite(path: str, raw: str) -> Citation:
+    return Citation(1, "kb", path, 1, raw.count("\n") + 1, clean_text(raw), None, "kb_search",
+                    raw=raw)
+
+
+def test_a_paragraph_wrapped_in_the_html_source_is_one_unit() -> None:
+    # extracted HTML keeps a paragraph's source line breaks
+    raw = "\n".join([
+        "Note that the script should exit",
+        "with code 0 if the source is good.",
+        "The special exit code 99 should be used when the current source code",
+        "cannot be tested.",
+        "- a list item of its own"])
+    texts = [u.text for u in units_of(_cite("tools/bisect.html", raw))]
+    assert "The special exit code 99 should be used when the current source code cannot be " \
+           "tested." in texts
+    assert "Note that the script should exit with code 0 if the source is good." in texts
+
+
+def test_a_long_definitions_later_sentence_keeps_its_first_as_context() -> None:
+    raw = "\n".join([
+        "sweep.limit",
+        "When more than this many stale records pile up in the store, the sweeper compacts "
+        "them in the background during the quiet hours of the night. Setting this to 0 "
+        "disables compaction entirely, which is not recommended for busy stores. The default "
+        "value is 4200.",
+        "sweep.packLimit",
+        "When more than this many packs exist, the sweeper merges them into one larger pack "
+        "file during the quiet hours of the night, which keeps lookups fast on stores that "
+        "see many writes. Setting this to 0 disables merging. The default value is 50."])
+    units = units_of(_cite("ops/sweep.html", raw))
+    last = next(u for u in units if u.text == "sweep.limit: The default value is 4200.")
+    assert "stale records" in last.context and "stale records" in last.gloss
+    top = score_units("By default, how many stale records may pile up before the sweeper "
+                      "compacts them?", units)[0]
+    assert "4200" in top.unit.text

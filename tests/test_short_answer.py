@@ -64,6 +64,17 @@ from tests.scripted_llm import ScriptedLLM
     ("How many paid days off does a US employee get?",
      "20 PTO days + 11 company holidays + 2 recharge days = 33 paid days off.",
      "33 paid days"),
+    # a default's value ends with its sentence; "X is the new default"; a definition
+    # entry about its term ("This is the default ...") answers with the term
+    ("What is the default value of store.bigBlob, in MiB?",
+     "store.bigBlob: Blobs larger than this are kept apart. Default is 256 MiB. Common unit "
+     "suffixes are supported.", "256 MiB"),
+    ("Which sync.mode setting has been the default since release 3?",
+     "This used to be the default, but not since release 3 (eager is the new default).",
+     "eager"),
+    ("Which join strategy does the planner use by default for more than two tables?",
+     "hashjoin: This is the default join strategy when joining more than two tables.",
+     "hashjoin"),
 ])
 def test_the_span_of_the_kind_asked_for(question: str, sentence: str, short: str) -> None:
     assert short_answer(focus_of(question), sentence) == short

@@ -21,7 +21,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -82,6 +82,9 @@ TYPE_WEIGHT = 0.5  # a unit of the kind of answer asked for, in rarest-word weig
 # taken from a unit with no value of the kind asked for; a third of it where the kind
 # is told by words more than by form (a name, a path, a default)
 TYPE_MISS = 0.9
+# only the units best by their words are embedded (the embedder is most of the ranking's
+# time): a unit outside them shares too little with the question to lead
+EMBED_TOP = 16
 VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE,
                          AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
 
@@ -152,10 +155,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     ctx_pool = set().union(*ctx_tokens)
     gone = sum(w for t, w in idf.items() if not df[t] and t not in ctx_pool)
     ranks = ranks or {}
-    sims = ((vectors.cosines(question, [u.meaning for u in units]) if vectors else None)
-            or [0.0] * n)
-    out = []
-    for u, tok, ctx, sim in zip(units, tokens, ctx_tokens, sims, strict=True):
+    lexical = []
+    for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_of_answer(question, u.text)
@@ -166,10 +167,16 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         present = (own + extra) / (total - gone) if total > gone else 0.0
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
-        score += SEMANTIC_WEIGHT * max(0.0, sim)
         if kind is False:  # no value of the kind asked for: it cannot state the fact
             score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3
-        out.append(Scored(u, score, coverage, sim, kind is not False, present, gone / total))
+        lexical.append(Scored(u, score, coverage, 0.0, kind is not False, present, gone / total))
+    top = sorted(range(n), key=lambda i: -lexical[i].score)[:EMBED_TOP]
+    sims = ((vectors.cosines(question, [units[i].meaning for i in top]) if vectors else None)
+            or [0.0] * len(top))
+    out = list(lexical)
+    for i, sim in zip(top, sims, strict=True):
+        out[i] = replace(lexical[i], score=lexical[i].score + SEMANTIC_WEIGHT * max(0.0, sim),
+                         similarity=sim)
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))
     return out
 

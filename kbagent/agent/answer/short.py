@@ -47,6 +47,10 @@ _DEFAULT_VALUE = [
                re.I),
     # "10 by default", "set to 10 by default"
     re.compile(r"(?P<v>[^\s,;(]+(?:\s+[^\s,;(]+){0,2})\s+by default\b", re.I),
+    # "(simple is the new default)", "Y is the default"
+    re.compile(r"(?<![\w.-])(?P<v>(?!(?:this|that|it|which|what|there|these|those|who)\b)[^\s,;(]+"
+               r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"
+               r"default\b", re.I),
     # "if omitted, ... is Y", "when unspecified Y is used"
     re.compile(r"\bif (?:omitted|unspecified|absent|not (?:given|specified|set|supplied)),?\s+"
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
@@ -66,6 +70,8 @@ _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|except|unl
                          r"(?:the\s+|an?\s+)?$", re.I)
 # where a clause starts: its first word is capitalised anyway ("...: All of the code")
 _CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
+# a definition entry whose sentence is about its term ("ort: This is the default ...")
+_TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
 _ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
                             "that", "which", "be", "in", "on", "for", "with", "by", "at"})
 
@@ -147,7 +153,9 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     if t is AnswerType.DEFAULT or "default" in focus.focus:
         for i, p in enumerate(_DEFAULT_VALUE):
             for m in p.finditer(sentence):
-                out.append((m.group("v"), m.start("v"), 1.0 - 0.1 * i))
+                # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
+                value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
+                out.append((value, m.start("v"), 1.0 - 0.1 * i))
         names = {n.rstrip("=").lower() for n in focus.named} | {
             w.lower() for w in re.findall(r"[A-Za-z_]\w*", focus.question)}
         for m in _KWARG.finditer(sentence):
@@ -158,9 +166,9 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
             for m in _NUMBER_UNIT.finditer(sentence):
                 out.append((_number_span(m.group(), focus), m.start(), 0.0))
             return out
-        # a number (or a duration...) is asked for: a default's value must be one
-        out = [(_number_span(n.group(), focus), start + n.start(), bonus)
-               for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
+        if t in _NUMERIC:  # a number (or a duration...) is asked for: the value must be one
+            out = [(_number_span(n.group(), focus), start + n.start(), bonus)
+                   for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
     if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
         kind = TYPE_PATTERNS[t]
         for m in _NUMBER_UNIT.finditer(sentence):
@@ -186,6 +194,9 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
             out += [(m.group(), m.start(), 1.2) for m in kind.finditer(sentence)]
         return out
     pattern = TYPE_PATTERNS.get(t)
+    if t in (AnswerType.NAME, AnswerType.DEFAULT) and (term := _TERM_IS.match(sentence)):
+        # "octopus: This is the default merge strategy ...": the term is what it says
+        out.append((term.group(1), 0, 0.5))
     if t is AnswerType.CHOICE:
         low = sentence.lower()
         for o in focus.options:
@@ -279,7 +290,8 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
     for raw, start, bonus in _raw_spans(focus, sentence):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
-        if t is AnswerType.NAME and not _is_name(raw, sentence, start):
+        term = start == 0 and _TERM_IS.match(sentence) is not None
+        if t is AnswerType.NAME and not term and not _is_name(raw, sentence, start):
             continue
         if t is AnswerType.NAME and not quoted:  # a quoted literal is copied whole
             text, bonus = _trim_name(text, qwords, bonus)

@@ -8,7 +8,8 @@ A unit is one of
 * a **definition** entry: a Markdown definition list (``term`` then ``: definition``),
   a reStructuredText one (a term line, its definition indented below it) and an HTML
   ``<dt>``/``<dd>`` pair (extracted HTML puts each on a line of its own) read as one
-  unit "term: definition" (a long definition: one per sentence, each with its term),
+  unit "term: definition" (a long definition: one per sentence, each with its term
+  and, as context and gloss, its first sentence),
   so the unit says what it is about;
 * an API **signature** such as ``lru_cache(user_function, maxsize=128)`` (a line, a
   heading, a ``.. function::`` directive or an HTML ``<dt>`` holding only
@@ -54,6 +55,8 @@ _ONE_SIGNATURE = (r"(?:(?:async\s+)?def\s+|class\s+)?[A-Za-z_][\w.]*(?:\[[^\]]{0
 _SIGNATURE = re.compile(rf"{_ONE_SIGNATURE}(?:\s+{_ONE_SIGNATURE})*")
 _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
+_OPEN_END = re.compile(r"[^.!?:;\s][\"')\]]*\s*$")  # a line that ends no sentence
+_GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
 TERM_MAX_CHARS = 80
 DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each with its term
 TERM_MAX_WORDS = 8
@@ -132,6 +135,14 @@ def _is_term(text: str) -> bool:
             and not _TERM_END.search(text) and not _BLOCK_START.match(text))
 
 
+def _continues(previous: str, line: str) -> bool:
+    """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
+    a paragraph's source line breaks: "... when the current source code" / "cannot be
+    tested.")"""
+    return (_OPEN_END.search(previous) is not None and _GOES_ON.match(line) is not None
+            and not _BLOCK_START.match(line))
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -172,9 +183,11 @@ class _Cutter:
             self.glossless = []
         if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
             pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
-        for piece in pieces:
-            if self.term:
-                self.add(f"{self.term}: {piece}", UnitKind.DEFINITION, self.term)
+        for i, piece in enumerate(pieces):
+            if self.term:  # a later sentence keeps what the definition is about
+                first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
+                self.add(f"{self.term}: {piece}", UnitKind.DEFINITION,
+                         f"{self.term} {first}".strip(), first)
             else:
                 self.add(piece, UnitKind.SENTENCE)
         self.para.clear()
@@ -266,6 +279,9 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cut.define(cut.para[0], line)
             continue
         if html:
+            if cut.para and not pending_term and _continues(cut.para[-1], line):
+                cut.para.append(line)  # a paragraph wrapped in the source: one text
+                continue
             cut.flush()
             if pending_term and not _is_term(line):
                 cut.define(pending_term, line)
@@ -273,7 +289,8 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 continue
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             if _is_term(line) and nxt.strip() and not _is_term(nxt) and not _BLOCK_START.match(
-                    nxt) and not _TABLE_ROW.match(nxt) and signature_of(nxt) is None:
+                    nxt) and not _TABLE_ROW.match(nxt) and signature_of(nxt) is None and (
+                    not _continues(line, nxt)):
                 pending_term = line
                 continue
             pending_term = ""
