@@ -96,6 +96,15 @@ is empty and the SCRATCHDIR variable is unset, the engine tries these folders in
 - /opt/scratch
 - the current working folder
 """,
+    "sales/plans.md": """# Plans
+
+The Basic plan costs $9 per user per month and includes one workspace. The Business plan
+costs $25 per user per month and includes single sign-on.
+""",
+    "people/falcon.md": """# Falcon
+
+Falcon is the codename of the team that builds the desktop app.
+""",
 }
 
 
@@ -247,3 +256,37 @@ def test_a_long_definitions_later_sentence_keeps_its_first_as_context() -> None:
     top = score_units("By default, how many stale records may pile up before the sweeper "
                       "compacts them?", units)[0]
     assert "4200" in top.unit.text
+
+
+def test_a_name_of_several_words_must_be_in_the_chunk_that_answers(kb) -> None:
+    # "Falcon" and "Team" are both in the KB, so nothing is "never mentioned"; but the
+    # only chunk with a price per user per month is about other plans
+    result = answer(kb, "How much does the Falcon Team plan cost per user per month?")
+    assert result.abstained, result.answer
+    # ... while a plan the chunk names is answered
+    result = answer(kb, "How much does the Business plan cost per user per month?")
+    assert not result.abstained and "$25" in result.answer
+
+
+def test_only_the_units_best_by_their_words_are_embedded() -> None:
+    import numpy as np
+
+    from kbagent.agent.answer.evidence import EMBED_TOP, SentenceVectors
+
+    raw = "\n\n".join(f"Paragraph {i} talks about topic number {i} in some words."
+                       for i in range(3 * EMBED_TOP))
+    raw += "\n\nThe upload limit is 64 MB per file."
+    units = units_of(_cite("notes/many.md", raw))
+    seen: list[int] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        seen.append(len(texts))
+        rng = np.random.default_rng(len(texts))
+        vecs = rng.normal(size=(len(texts), 8))
+        return vecs / np.linalg.norm(vecs, axis=1)[:, None]
+
+    scored = score_units("What is the upload limit per file?", units,
+                         vectors=SentenceVectors(embed))
+    assert len(units) > EMBED_TOP + 1
+    assert seen == [EMBED_TOP + 1]  # the question and the EMBED_TOP best units
+    assert "64 MB" in scored[0].unit.text

@@ -63,6 +63,7 @@ COVER_TOP = 3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
+_MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
 
 
 def _plain_name(name: str) -> str:
@@ -154,8 +155,14 @@ class Grounding:
         # a value (a number, a date...) has a form to find; a name, a path or a default
         # is told by words, and the unit next to the one naming it may well cover it
         need_type = f.answer_type in VALUE_TYPES
+        # a name of several capitalised words ("GitHub Team"): its chunk has each word
+        # (not an owner's: "Kestrel's Lumen Ledger" is in a table of Kestrel's vendors)
+        names = {w.lower() for n in f.named if _MULTI_NAME.fullmatch(n)
+                 for w in n.split() if not re.search(r"['’]s$", w)}
         for s in evidence[:COVER_TOP]:
             if (need_type and not s.typed) or not numbers <= self._numbers_of_chunk(s.unit.n):
+                continue
+            if names and not all(w in self._text_of_chunk(s.unit.n) for w in names):
                 continue
             if s.similarity >= SAME_MEANING:
                 return None
@@ -179,6 +186,10 @@ class Grounding:
             if w.lower() not in pool and not self.mentioned(w):
                 return w
         return ""
+
+    def _text_of_chunk(self, n: int) -> str:
+        c = self.ledger.get(n)
+        return f"{c.text} {c.path} {c.heading}".lower() if c else ""
 
     def _numbers_of_chunk(self, n: int) -> set[str]:
         c = self.ledger.get(n)
