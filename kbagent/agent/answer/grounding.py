@@ -95,6 +95,9 @@ class Grounding:
     mentioned: Callable[[str], bool] | None = None
     # the KB's sentence embedder (set by the loop), vectors kept for the run
     vectors: SentenceVectors = field(default_factory=lambda: SentenceVectors(None))
+    # the answer is one chunk's fact, so a name of several words the question gives is in
+    # that chunk (False on the multi-hop path: each hop's document names one of them)
+    one_source: bool = True
 
     # ----------------------------------------------------------- evidence
     def evidence(self, question: str | None = None, limit: int = 6,
@@ -157,12 +160,14 @@ class Grounding:
         need_type = f.answer_type in VALUE_TYPES
         # a name of several capitalised words ("GitHub Team"): its chunk has each word
         # (not an owner's: "Kestrel's Lumen Ledger" is in a table of Kestrel's vendors)
-        names = {w.lower() for n in f.named if _MULTI_NAME.fullmatch(n)
+        multi = [n for n in f.named if _MULTI_NAME.fullmatch(n)]
+        names = {w.lower() for n in multi[:1] if len(multi) == 1  # one subject, not a relation
                  for w in n.split() if not re.search(r"['’]s$", w)}
         for s in evidence[:COVER_TOP]:
             if (need_type and not s.typed) or not numbers <= self._numbers_of_chunk(s.unit.n):
                 continue
-            if names and not all(w in self._text_of_chunk(s.unit.n) for w in names):
+            if names and self.one_source and not all(
+                    w in self._text_of_chunk(s.unit.n) for w in names):
                 continue
             if s.similarity >= SAME_MEANING:
                 return None

@@ -159,6 +159,7 @@ class Agent:
         elif grounding is not None and cfg.mode == AskMode.AUTO and (kind := multi_hop(question)):
             # bridge and comparison questions: the harness's own follow-up searches, each a
             # visible step, then the second hop's fact (run/bridge.py); no ReAct step
+            grounding.one_source = False
             ended = yield from hop_run(s, cfg, self._cancel, kind, self.answer_turn, self.llm)
             if not ended:
                 yield from finish(s, Status.ANSWERED)
