@@ -8,7 +8,8 @@ shares its words but not the fact."""
 from __future__ import annotations
 
 from kbagent.agent.answer.citations import Citation
-from kbagent.agent.run.bridge import Hop, second_hop_units
+from kbagent.agent.run.bridge import Hop, second_hop_units, short_of
+from kbagent.agent.run.hop_answer import head_of
 
 
 def _doc(n: int, title: str, text: str) -> Citation:
@@ -57,3 +58,54 @@ def test_documents_compare_on_the_words_the_first_hop_leaves_open():
     hops = [Hop(BROWN_Q, [1, 2]), Hop("Kansas county population inhabitants", [3])]
     best = second_hop_units(BROWN_Q, hops, [BROWN_LAKE, SHAWNEE_LAKE, COUNTY])
     assert best[0].unit.n == 3 and "7,945" in best[0].unit.text
+
+
+# ------------------------------------------------- the short answer: a class asked for
+def _units(c: Citation):
+    from kbagent.agent.answer.evidence import units_of
+
+    return units_of(c)
+
+
+def test_a_question_for_a_class_takes_the_document_whose_subject_is_one():
+    # "What screenwriter ...": the second hop's best sentence names films, its first
+    # sentence defines its subject as a screenwriter: the subject is the answer
+    weissman = _doc(2, "David Weissman", "David Weissman is a screenwriter and director. "
+                    'His film credits include "The Family Man" (2000), "Evolution" (2001), '
+                    'and "When in Rome" (2010).')
+    units = _units(weissman)
+    q = ('What screenwriter with credits for "Evolution" co-wrote a film starring Nicolas '
+         "Cage and Tea Leoni?")
+    found = short_of(q, [units[1]], {2: units[0]})
+    assert found is not None and found[0] == "David Weissman"
+
+
+def test_a_name_that_carries_the_class_asked_for_is_the_answer_without_the_class_word():
+    cummings = _doc(3, "Jim Cummings", 'He is known for voicing the title character from '
+                    '"Darkwing Duck", Dr. Robotnik from "Sonic the Hedgehog", and Pete.')
+    found = short_of("This singer of A Rather Blustery Day also voiced what hedgehog?",
+                     _units(cummings))
+    assert found is not None and found[0] == "Sonic"
+    # a class the question capitalises is part of the name
+    ibf = _doc(4, "International Boxing Federation", "The International Boxing Federation "
+               "(IBF) is one of four major organizations recognized by the International "
+               "Boxing Hall of Fame (IBHOF).")
+    found = short_of("Vince Phillips held a title by an organization recognized by what "
+                     "larger Hall of Fame?", _units(ibf))
+    assert found is not None and found[0] == "International Boxing Hall of Fame"
+
+
+def test_a_name_in_apposition_to_the_class_is_the_answer():
+    album = _doc(5, "Based on a True Story", "Based on a True Story is the eighth studio "
+                 "album by American country music artist Blake Shelton. Its songs were "
+                 "recorded in Nashville with producer Scott Hendricks.")
+    units = _units(album)
+    found = short_of("Based on a True Story is an album by which country music star, with "
+                     "the single My Eyes?", units)
+    assert found is not None and found[0] == "Blake Shelton"
+
+
+def test_a_relative_which_names_no_class():
+    assert head_of("Where is the hotel in which Bill Cosby's third album was recorded?") == []
+    assert head_of("What is the name of the fight song of the university?") == ["fight", "song"]
+    assert head_of("recognized by what larger Hall of Fame?") == ["larger", "Hall", "of", "Fame"]

@@ -60,6 +60,7 @@ from kbagent.agent.run.final_turn import (
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
+from kbagent.agent.run.hop_answer import head_answer
 from kbagent.agent.run.hops import names_in
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
@@ -186,7 +187,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
         shown.append(top)
     # the harness's span: a model pick costs a question most of its time on the bundled
     # model under load, and the bridge path is there to answer without model steps
-    found = short_of(s.question, shown[:SHORT_FROM])
+    firsts = {c.n: us[0] for c in cites if (us := units_of(c))}
+    found = short_of(s.question, shown[:SHORT_FROM], firsts)
     if found is not None:
         short, unit = found
         s.short_answer = f"{short} [{unit.n}]"
@@ -196,15 +198,21 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
     return False
 
 
-def short_of(question: str, units: list[Unit]) -> tuple[str, Unit] | None:
+def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = None
+             ) -> tuple[str, Unit] | None:
     """The short answer in the first of ``units`` that holds one, with that unit: a
     span of the kind the question asks for (:mod:`~kbagent.agent.answer.short`), else,
     for a question that asks for a thing by name ("What government position ...",
     "Which tribe ..."), the name in the sentence the question does not give. "What
     year"/"which year" keeps the year of a date."""
     focus = focus_of(question)
+    if focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
+            found := head_answer(question, units, firsts or {})):
+        return found
     for u in units:
-        candidates = [x.text for x in spans(focus, u.text)] if focus.wants_fact else []
+        # a possessive ("Hollywood's") qualifies the thing named after it
+        candidates = [x.text for x in spans(focus, u.text)
+                      if not x.text.endswith(("'s", "’s"))] if focus.wants_fact else []
         said = yes_no(focus, u.text) if focus.wants_fact else None
         short = said or (candidates[0] if candidates else "")
         if not short and focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
