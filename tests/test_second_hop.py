@@ -109,3 +109,11 @@ def test_a_relative_which_names_no_class():
     assert head_of("Where is the hotel in which Bill Cosby's third album was recorded?") == []
     assert head_of("What is the name of the fight song of the university?") == ["fight", "song"]
     assert head_of("recognized by what larger Hall of Fame?") == ["larger", "Hall", "of", "Fame"]
+
+
+def test_of_two_numbers_the_one_whose_clause_holds_the_question_is_the_answer():
+    boston = _doc(3, "Boston, Lincolnshire", "The borough had a total population of 66,900, "
+                  "at the mid 2015 estimates, while the town itself had a population of "
+                  "35,124 at the 2001 census.")
+    found = short_of(KIRTON_Q, _units(boston))
+    assert found is not None and found[0] == "35,124"

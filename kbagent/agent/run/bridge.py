@@ -60,7 +60,7 @@ from kbagent.agent.run.final_turn import (
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
-from kbagent.agent.run.hop_answer import head_answer
+from kbagent.agent.run.hop_answer import by_clause, head_answer
 from kbagent.agent.run.hops import names_in
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
@@ -130,8 +130,8 @@ def _quote(s: RunState, unit: Unit) -> Event:
     return _say(s, quote(unit, c.path if c else "") + " ", "quote")
 
 
-def second_hop_units(question: str, hops: list[Hop], cites: list[Citation]
-                     ) -> list[HopScored]:
+def second_hop_units(question: str, hops: list[Hop], cites: list[Citation],
+                     units: dict[int, list[Unit]] | None = None) -> list[HopScored]:
     """The sentences of the second hop's document, best first. The first hop is what the
     question names (documents whose title it holds; else the question's best hit); the
     second is the gathered document, not a first-hop one, that best answers what the
@@ -139,7 +139,7 @@ def second_hop_units(question: str, hops: list[Hop], cites: list[Citation]
     (:func:`~kbagent.agent.run.second_hop.rank_second_hop`)."""
     first = first_hop(question, hops[0].new, cites)
     followed = {n: h.query for h in hops[1:] for n in h.new}
-    ranked = rank_second_hop(question, followed, first, cites)
+    ranked = rank_second_hop(question, followed, first, cites, units)
     return ranked[0] if ranked else []
 
 
@@ -168,7 +168,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
         yield from abstain(s, evidence, reason)
         return False
     cites = list(s.ledger)
-    second = second_hop_units(s.question, hops, cites)
+    units = {c.n: units_of(c) for c in cites}
+    second = second_hop_units(s.question, hops, cites, units)
     lead: list[Unit] = []
     for x in second:
         if len(lead) >= SECOND_HOP_QUOTES:
@@ -187,8 +188,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
         shown.append(top)
     # the harness's span: a model pick costs a question most of its time on the bundled
     # model under load, and the bridge path is there to answer without model steps
-    firsts = {c.n: us[0] for c in cites if (us := units_of(c))}
-    found = short_of(s.question, shown[:SHORT_FROM], firsts)
+    firsts = {n: us[0] for n, us in units.items() if us}
+    found = short_of(s.question, shown, firsts)
     if found is not None:
         short, unit = found
         s.short_answer = f"{short} [{unit.n}]"
@@ -200,18 +201,22 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
 
 def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = None
              ) -> tuple[str, Unit] | None:
-    """The short answer in the first of ``units`` that holds one, with that unit: a
-    span of the kind the question asks for (:mod:`~kbagent.agent.answer.short`), else,
-    for a question that asks for a thing by name ("What government position ...",
-    "Which tribe ..."), the name in the sentence the question does not give. "What
-    year"/"which year" keeps the year of a date."""
+    """The short answer, with the unit that states it: for a question that asks for a
+    thing by its class ("What screenwriter ...", "what hedgehog"), the thing of that
+    class any of ``units`` states (:func:`~kbagent.agent.run.hop_answer.head_answer`;
+    ``firsts``: each citation's first sentence); else the first of the first
+    :data:`SHORT_FROM` units that holds one: a span of the kind the question asks for
+    (:mod:`~kbagent.agent.answer.short`, the spans whose own clause holds more of the
+    question first), else, for a question that asks for a thing by name ("What
+    government position ...", "Which tribe ..."), the name in the sentence the question
+    does not give. "What year"/"which year" keeps the year of a date."""
     focus = focus_of(question)
     if focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
             found := head_answer(question, units, firsts or {})):
         return found
-    for u in units:
+    for u in units[:SHORT_FROM]:
         # a possessive ("Hollywood's") qualifies the thing named after it
-        candidates = [x.text for x in spans(focus, u.text)
+        candidates = [x.text for x in by_clause(question, u.text, spans(focus, u.text))
                       if not x.text.endswith(("'s", "’s"))] if focus.wants_fact else []
         said = yes_no(focus, u.text) if focus.wants_fact else None
         short = said or (candidates[0] if candidates else "")

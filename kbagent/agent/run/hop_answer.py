@@ -25,6 +25,7 @@ import re
 from kbagent.agent.answer.citations import STOPWORDS, content_tokens
 from kbagent.agent.answer.evidence import Unit
 from kbagent.agent.answer.focus import in_question
+from kbagent.agent.answer.short import Span
 from kbagent.agent.run.hops import names_in
 
 MAX_HEAD = 4  # words of a class ("country music star")
@@ -117,4 +118,27 @@ def head_answer(question: str, units: list[Unit], firsts: dict[int, Unit]
     return None
 
 
-__all__ = ["head_answer", "head_of"]
+
+
+CLAUSE = 0.5  # a span's score gains this for each question word in its own clause
+_CLAUSE_END = re.compile(r",(?!\d{3})|[;:()–—]|\b(?:while|whereas|but|and then|although)\b")
+
+
+def by_clause(question: str, sentence: str, found: list[Span]) -> list[Span]:
+    """``found`` (spans of ``sentence``) re-ranked by the question words in each span's
+    own clause: "... a total population of 66,900, ... while the town itself had a
+    population of 35,124 at the 2001 census" answers "population ... 2001 census" with
+    the second number."""
+    q = content_tokens(question)
+    cuts = [0, *(m.start() for m in _CLAUSE_END.finditer(sentence)), len(sentence)]
+
+    def clause(at: int) -> str:
+        lo = max(c for c in cuts if c <= at)
+        hi = min((c for c in cuts if c > at), default=len(sentence))
+        return sentence[lo:hi]
+
+    ranked = [(x.score + CLAUSE * len(content_tokens(clause(x.start)) & q), x) for x in found]
+    return [x for _, x in sorted(ranked, key=lambda p: (-p[0], p[1].start))]
+
+
+__all__ = ["by_clause", "head_answer", "head_of"]

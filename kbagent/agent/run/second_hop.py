@@ -88,9 +88,11 @@ def searched_for(name: str, bridge: str) -> bool:
 
 
 def rank_second_hop(question: str, followups: dict[int, str], first: list[Citation],
-                    cites: list[Citation]) -> list[list[HopScored]]:
+                    cites: list[Citation], units: dict[int, list[Unit]] | None = None
+                    ) -> list[list[HopScored]]:
     """Each candidate document's sentences best first, the documents best first (by
-    their best sentence's score and the links between the hops)."""
+    their best sentence's score and the links between the hops); ``units``: the
+    citations' units when the caller has them (cutting a chunk into units is not free)."""
     f = focus_of(question)
     terms = {t for t in content_tokens(" ".join(f.terms)) if len(t) > 1}
     first_words = content_tokens(" ".join(f"{c.text} {title(c)}" for c in first))
@@ -98,7 +100,7 @@ def rank_second_hop(question: str, followups: dict[int, str], first: list[Citati
     first_text = plain(" ".join(c.text for c in first))
     first_titles = [plain(bare(title(c))) for c in first]
     docs = [c for c in cites if c not in first]
-    units = {c.n: units_of(c) for c in docs}
+    units = {c.n: units[c.n] if units and c.n in units else units_of(c) for c in docs}
     tokens = {id(u): content_tokens(u.text) for us in units.values() for u in us}
     n = len(tokens)
     df = {t: sum(1 for tok in tokens.values() if t in tok) for t in terms}
