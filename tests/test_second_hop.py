@@ -117,3 +117,22 @@ def test_of_two_numbers_the_one_whose_clause_holds_the_question_is_the_answer():
                   "35,124 at the 2001 census.")
     found = short_of(KIRTON_Q, _units(boston))
     assert found is not None and found[0] == "35,124"
+
+
+LEMPSTER_Q = ("What is the county seat of the county where East Lempster, New Hampshire is "
+              "located?")
+LEMPSTER = _doc(1, "East Lempster, New Hampshire", "East Lempster is an unincorporated "
+                "community in the town of Lempster in Sullivan County, New Hampshire.")
+SULLIVAN = _doc(2, "Sullivan County, New Hampshire", "Sullivan County is a county in the "
+                "U.S. state of New Hampshire. Its county seat is Newport.")
+# names the first hop (and as many of the question's open words), but the first hop
+# does not lead to it
+LIBRARY = _doc(3, "Miner Memorial Library", "Miner Memorial Library is the public library "
+               "of East Lempster, New Hampshire, located at 3 Second New Hampshire "
+               "Turnpike.")
+
+
+def test_the_document_the_first_hop_names_outranks_one_that_only_names_the_first_hop():
+    hops = [Hop(LEMPSTER_Q, [1, 2, 3])]
+    best = second_hop_units(LEMPSTER_Q, hops, [LEMPSTER, SULLIVAN, LIBRARY])
+    assert best[0].unit.n == 2 and "Newport" in best[0].unit.text

@@ -10,7 +10,8 @@ documents are compared on the question's words *the first hop does not hold* (th
 "government position" the first hop leaves open), weighted by their rarity across all
 the candidate documents (one scale for all of them, unlike a ranking inside one
 document), with the kind of answer asked for (a year, a number, a name) and the links
-between the hops: the first hop names the document, or a follow-up searched for it.
+between the hops: the first hop names the document (a document that only names the first
+hop is linked less: the first hop does not lead to it), or a follow-up searched for it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ ALL_WEIGHT = 0.3  # coverage of all the question's words
 KIND = 0.3  # a sentence holding an answer of the kind asked for
 KIND_MISS = 0.3  # ... taken from one that holds none
 LINKED = 0.7  # the first hop names the document (or it names the first hop)
+BACK = 0.3  # ... a share of it when only the document names the first hop
 SEARCHED = 0.5  # a follow-up searched for the document by name
 LONG = 250  # characters from which a sentence covers words by chance
 
@@ -113,8 +115,8 @@ def rank_second_hop(question: str, followups: dict[int, str], first: list[Citati
             continue
         name = bare(title(c))
         query = followups.get(c.n, "")
-        linked = _names(first_text, name) or any(_names(plain(c.text), x)
-                                                  for x in first_titles)
+        named_by = _names(first_text, name)
+        names_back = any(_names(plain(c.text), x) for x in first_titles)
         searched = bool(query) and searched_for(name, bridge_of(question, query))
         ctx = content_tokens(name)
         scored = []
@@ -131,7 +133,8 @@ def rank_second_hop(question: str, followups: dict[int, str], first: list[Citati
             s -= 0.1 * max(0, len(u.text) - LONG) / LONG
             scored.append(HopScored(u, s))
         scored.sort(key=lambda x: (-x.score, x.unit.position))
-        out.append((scored[0].score + LINKED * linked + SEARCHED * searched, scored))
+        link = LINKED if named_by else BACK * LINKED if names_back else 0.0
+        out.append((scored[0].score + link + SEARCHED * searched, scored))
     out.sort(key=lambda x: -x[0])
     return [s for _, s in out]
 
