@@ -136,3 +136,12 @@ def test_the_document_the_first_hop_names_outranks_one_that_only_names_the_first
     hops = [Hop(LEMPSTER_Q, [1, 2, 3])]
     best = second_hop_units(LEMPSTER_Q, hops, [LEMPSTER, SULLIVAN, LIBRARY])
     assert best[0].unit.n == 2 and "Newport" in best[0].unit.text
+
+
+def test_a_date_is_the_one_next_to_the_event_asked_about_not_the_one_in_a_wordier_clause():
+    khan = _doc(6, "Zaheer Khan", "Zaheer Khan (born 7 October 1978) is a former Indian "
+                "cricketer who played for the Indian national cricket team from 2000 till "
+                "2014.")
+    found = short_of("When was the former Indian cricketer who made his debut during the 2000 "
+                     "ICC KnockOut Trophy born?", _units(khan))
+    assert found is not None and found[0] == "7 October 1978"

@@ -74,6 +74,11 @@ SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
 _YEAR_Q = re.compile(r"\b(?:what|which|in what|in which) year\b|\bwhat year\b", re.I)
 _ASKS_NAME = re.compile(r"\b(?:what|which|who|whom)\b", re.I)
 SHORT_FROM = 3  # quoted sentences looked at for the short answer
+# an amount or a name is told apart from the others in its sentence by the question's
+# words in its clause ("a population of 35,124 at the 2001 census"); a date by the event
+# next to it ("born 7 October 1978"), which the spans' own ranking reads
+_BY_CLAUSE = (AnswerType.NUMBER, AnswerType.PRICE, AnswerType.PERCENT, AnswerType.DURATION,
+              AnswerType.NAME)
 
 
 @dataclass
@@ -206,8 +211,8 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
     class any of ``units`` states (:func:`~kbagent.agent.run.hop_answer.head_answer`;
     ``firsts``: each citation's first sentence); else the first of the first
     :data:`SHORT_FROM` units that holds one: a span of the kind the question asks for
-    (:mod:`~kbagent.agent.answer.short`, the spans whose own clause holds more of the
-    question first), else, for a question that asks for a thing by name ("What
+    (:mod:`~kbagent.agent.answer.short`; an amount or a name whose own clause holds
+    more of the question first), else, for a question that asks for a thing by name ("What
     government position ...", "Which tribe ..."), the name in the sentence the question
     does not give. "What year"/"which year" keeps the year of a date."""
     focus = focus_of(question)
@@ -216,7 +221,10 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
         return found
     for u in units[:SHORT_FROM]:
         # a possessive ("Hollywood's") qualifies the thing named after it
-        candidates = [x.text for x in by_clause(question, u.text, spans(focus, u.text))
+        found = spans(focus, u.text)
+        if focus.answer_type in _BY_CLAUSE:
+            found = by_clause(question, u.text, found)
+        candidates = [x.text for x in found
                       if not x.text.endswith(("'s", "’s"))] if focus.wants_fact else []
         said = yes_no(focus, u.text) if focus.wants_fact else None
         short = said or (candidates[0] if candidates else "")

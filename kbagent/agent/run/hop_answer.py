@@ -120,7 +120,8 @@ def head_answer(question: str, units: list[Unit], firsts: dict[int, Unit]
 
 
 
-CLAUSE = 0.5  # a span's score gains this for each question word in its own clause
+CLAUSE = 0.3  # a span's score gains this for each question word in its own clause
+NEAR = 80  # ... counted this many characters either side of the span at most
 _CLAUSE_END = re.compile(r",(?!\d{3})|[;:()–—]|\b(?:while|whereas|but|and then|although)\b")
 
 
@@ -132,9 +133,9 @@ def by_clause(question: str, sentence: str, found: list[Span]) -> list[Span]:
     q = content_tokens(question)
     cuts = [0, *(m.start() for m in _CLAUSE_END.finditer(sentence)), len(sentence)]
 
-    def clause(at: int) -> str:
-        lo = max(c for c in cuts if c <= at)
-        hi = min((c for c in cuts if c > at), default=len(sentence))
+    def clause(at: int) -> str:  # within NEAR characters of the span
+        lo = max(max(c for c in cuts if c <= at), at - NEAR)
+        hi = min(min((c for c in cuts if c > at), default=len(sentence)), at + NEAR)
         return sentence[lo:hi]
 
     ranked = [(x.score + CLAUSE * len(content_tokens(clause(x.start)) & q), x) for x in found]
