@@ -99,11 +99,15 @@ def problems(questions: list[dict], texts: dict[str, str]) -> list[str]:
     return out
 
 
-def main() -> None:
-    folder = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "bench/out/heldout2/sqlite-doc")
+def main(questions_path: Path = QUESTIONS,
+         default_folder: Path = ROOT / "bench/out/heldout2/sqlite-doc",
+         make: str = "bench/heldout2/make_folder.sh") -> None:
+    """Check the set in ``questions_path`` against FOLDER (argv[1], else ``default_folder``,
+    built by the script ``make``); bench/heldout3/verify.py reuses it for its own set."""
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else default_folder
     if not folder.is_dir():
-        sys.exit(f"verify: {folder} is missing: run bench/heldout2/make_folder.sh")
-    questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line]
+        sys.exit(f"verify: {folder} is missing: run {make}")
+    questions = [json.loads(line) for line in questions_path.read_text().splitlines() if line]
     texts = folder_texts(folder)
     found = problems(questions, texts)
     kinds = collections.Counter(q["kind"] for q in questions)
