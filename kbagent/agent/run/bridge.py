@@ -221,10 +221,10 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
         return found
     for u in units[:SHORT_FROM]:
         # a possessive ("Hollywood's") qualifies the thing named after it
-        found = spans(focus, u.text)
+        ranked = spans(focus, u.text)
         if focus.answer_type in _BY_CLAUSE:
-            found = by_clause(question, u.text, found)
-        candidates = [x.text for x in found
+            ranked = by_clause(question, u.text, ranked)
+        candidates = [x.text for x in ranked
                       if not x.text.endswith(("'s", "’s"))] if focus.wants_fact else []
         said = yes_no(focus, u.text) if focus.wants_fact else None
         short = said or (candidates[0] if candidates else "")
