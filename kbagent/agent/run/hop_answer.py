@@ -118,8 +118,6 @@ def head_answer(question: str, units: list[Unit], firsts: dict[int, Unit]
     return None
 
 
-
-
 CLAUSE = 0.3  # a span's score gains this for each question word in its own clause
 NEAR = 80  # ... counted this many characters either side of the span at most
 _CLAUSE_END = re.compile(r",(?!\d{3})|[;:()–—]|\b(?:while|whereas|but|and then|although)\b")
