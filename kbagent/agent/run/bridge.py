@@ -33,7 +33,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from kbagent.agent.answer.citations import Citation, content_tokens
-from kbagent.agent.answer.evidence import Scored, Unit, score_units, units_of
+from kbagent.agent.answer.evidence import Unit, score_units, units_of
 from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import doc_name, quote
 from kbagent.agent.answer.short import spans, yes_no
@@ -60,20 +60,25 @@ from kbagent.agent.run.final_turn import (
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
-from kbagent.agent.run.hops import names_in, title_of
+from kbagent.agent.run.hop_answer import by_clause, head_answer
+from kbagent.agent.run.hops import names_in
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
+from kbagent.agent.run.second_hop import HopScored, first_hop, rank_second_hop
 from kbagent.agent.run.short_turn import ShortPicker
 from kbagent.agent.run.state import AgentConfig, RunState
 
 MAX_HOPS = 2  # follow-up searches after the question's own
 SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
-LINKED = 0.5  # a second-hop document the first hop names (or that names it) ranks higher
-SEARCHED = 0.3  # ... and one a follow-up searched for by name
 
 _YEAR_Q = re.compile(r"\b(?:what|which|in what|in which) year\b|\bwhat year\b", re.I)
 _ASKS_NAME = re.compile(r"\b(?:what|which|who|whom)\b", re.I)
 SHORT_FROM = 3  # quoted sentences looked at for the short answer
+# an amount or a name is told apart from the others in its sentence by the question's
+# words in its clause ("a population of 35,124 at the 2001 census"); a date by the event
+# next to it ("born 7 October 1978"), which the spans' own ranking reads
+_BY_CLAUSE = (AnswerType.NUMBER, AnswerType.PRICE, AnswerType.PERCENT, AnswerType.DURATION,
+              AnswerType.NAME)
 
 
 @dataclass
@@ -130,43 +135,17 @@ def _quote(s: RunState, unit: Unit) -> Event:
     return _say(s, quote(unit, c.path if c else "") + " ", "quote")
 
 
-def _title(c: Citation) -> str:
-    return title_of(c.path, c.heading)
-
-
-def _bare(title: str) -> str:
-    return re.sub(r"\(.*?\)", "", title).strip()
-
-
-def second_hop_units(question: str, hops: list[Hop], cites: list[Citation]) -> list[Scored]:
+def second_hop_units(question: str, hops: list[Hop], cites: list[Citation],
+                     units: dict[int, list[Unit]] | None = None) -> list[HopScored]:
     """The sentences of the second hop's document, best first. The first hop is what the
     question names (documents whose title it holds; else the question's best hit); the
-    second is the gathered document, not a first-hop one, that best answers the
-    question (its best sentence's score, answer type included), with a bonus when it
-    is linked to the first hop (one names the other's title) and when a follow-up
-    searched for it (its title is in the follow-up's query)."""
-    q = content_tokens(question)
-    named = {c.n for c in cites if (t := content_tokens(_bare(_title(c)))) and t <= q}
-    first = [c for c in cites if c.n in named] or [c for c in cites if c.n in hops[0].new[:1]]
-    first_text = " ".join(c.text for c in first).casefold()
-    first_titles = [_bare(_title(c)).casefold() for c in first]
+    second is the gathered document, not a first-hop one, that best answers what the
+    first hop leaves open, linked to it or searched for by a follow-up
+    (:func:`~kbagent.agent.run.second_hop.rank_second_hop`)."""
+    first = first_hop(question, hops[0].new, cites)
     followed = {n: h.query for h in hops[1:] for n in h.new}
-    best: tuple[float, list[Scored]] | None = None
-    for c in cites:
-        if c in first:
-            continue
-        title = _bare(_title(c))
-        query = followed.get(c.n, "")
-        scored = score_units(f"{question} {query}" if query else question, units_of(c))
-        if not scored:
-            continue
-        linked = (len(title) > 2 and title.casefold() in first_text) or any(
-            len(x) > 2 and x in c.text.casefold() for x in first_titles)
-        searched = bool(query) and content_tokens(title) <= content_tokens(query)
-        total = scored[0].score + LINKED * linked + SEARCHED * searched
-        if best is None or total > best[0]:
-            best = (total, scored)
-    return best[1] if best else []
+    ranked = rank_second_hop(question, followed, first, cites, units)
+    return ranked[0] if ranked else []
 
 
 def bridge_unit(hops: list[Hop], cites: list[Citation], first: set[int]) -> Unit | None:
@@ -194,7 +173,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
         yield from abstain(s, evidence, reason)
         return False
     cites = list(s.ledger)
-    second = second_hop_units(s.question, hops, cites)
+    units = {c.n: units_of(c) for c in cites}
+    second = second_hop_units(s.question, hops, cites, units)
     lead: list[Unit] = []
     for x in second:
         if len(lead) >= SECOND_HOP_QUOTES:
@@ -213,7 +193,8 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
         shown.append(top)
     # the harness's span: a model pick costs a question most of its time on the bundled
     # model under load, and the bridge path is there to answer without model steps
-    found = short_of(s.question, shown[:SHORT_FROM])
+    firsts = {n: us[0] for n, us in units.items() if us}
+    found = short_of(s.question, shown, firsts)
     if found is not None:
         short, unit = found
         s.short_answer = f"{short} [{unit.n}]"
@@ -223,15 +204,28 @@ def _bridge(s: RunState, hops: list[Hop]) -> Generator[Event, None, bool]:
     return False
 
 
-def short_of(question: str, units: list[Unit]) -> tuple[str, Unit] | None:
-    """The short answer in the first of ``units`` that holds one, with that unit: a
-    span of the kind the question asks for (:mod:`~kbagent.agent.answer.short`), else,
-    for a question that asks for a thing by name ("What government position ...",
-    "Which tribe ..."), the name in the sentence the question does not give. "What
-    year"/"which year" keeps the year of a date."""
+def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = None
+             ) -> tuple[str, Unit] | None:
+    """The short answer, with the unit that states it: for a question that asks for a
+    thing by its class ("What screenwriter ...", "what hedgehog"), the thing of that
+    class any of ``units`` states (:func:`~kbagent.agent.run.hop_answer.head_answer`;
+    ``firsts``: each citation's first sentence); else the first of the first
+    :data:`SHORT_FROM` units that holds one: a span of the kind the question asks for
+    (:mod:`~kbagent.agent.answer.short`; an amount or a name whose own clause holds
+    more of the question first), else, for a question that asks for a thing by name ("What
+    government position ...", "Which tribe ..."), the name in the sentence the question
+    does not give. "What year"/"which year" keeps the year of a date."""
     focus = focus_of(question)
-    for u in units:
-        candidates = [x.text for x in spans(focus, u.text)] if focus.wants_fact else []
+    if focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
+            found := head_answer(question, units, firsts or {})):
+        return found
+    for u in units[:SHORT_FROM]:
+        # a possessive ("Hollywood's") qualifies the thing named after it
+        ranked = spans(focus, u.text)
+        if focus.answer_type in _BY_CLAUSE:
+            ranked = by_clause(question, u.text, ranked)
+        candidates = [x.text for x in ranked
+                      if not x.text.endswith(("'s", "’s"))] if focus.wants_fact else []
         said = yes_no(focus, u.text) if focus.wants_fact else None
         short = said or (candidates[0] if candidates else "")
         if not short and focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
