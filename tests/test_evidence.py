@@ -95,6 +95,9 @@ def test_missing_facts_finds_invented_figures_and_names() -> None:
     assert missing_facts("It was approved by John Smith.", evidence) == ["John", "Smith"]
     assert missing_facts("It grew 14.3%.", evidence, {"14.3"}) == []
     assert numbers_in("$2,400 and 8s and 71.40%") == {"2400", "8", "71.4"}
+    # a quote of a source's "(($7,414K + $258K) / $11,200K)" is not missing "$7" and "$11"
+    quoted = "Margin would have been 68.5% (($7,414K + $258K) / $11,200K)."
+    assert missing_facts(quoted, quoted) == []
 
 
 def test_parts_of_splits_clauses_and_compared_items() -> None:

@@ -208,9 +208,10 @@ def best_evidence(question: str, citations: list[Citation], limit: int = 6,
 # ------------------------------------------------------------------- facts
 _MARKER = re.compile(r"\[\d+\]")
 # a number standing alone (not the 3 of "Q3" or the 2 of "H2"), with its grouping commas,
-# decimals and a trailing % sign
+# decimals and a trailing % sign; not the head of one written with a suffix ("$7,414K":
+# its "$7" is no figure of its own, and the sources' "7,414" would never match it)
 _NUMBER = re.compile(r"(?<![\w.])[$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?(?![\w])|"
-                     r"(?<![\w.])[$€£]?\d+(?:\.\d+)?%?(?![\w]|\.\d)")
+                     r"(?<![\w.])[$€£]?\d+(?:\.\d+)?%?(?![\w]|[.,]\d)")
 _ANY_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _QUOTED = re.compile(r"[\"“`']([^\"”`']{2,60})[\"”`']")
 _NAME = re.compile(r"(?<![\w])([A-Z][a-zA-Z]+(?:[ -][A-Z][a-zA-Z]+)*)")
