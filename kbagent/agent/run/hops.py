@@ -193,9 +193,14 @@ def _entity(text: str, last: bool) -> str:
     return names[-1] if last else names[0]
 
 
+def bare(title: str) -> str:
+    """A title without its parenthesis ("Alien (film)" -> "Alien")."""
+    return re.sub(r"\(.*?\)", "", title).strip()
+
+
 def _bare(title: str) -> set[str]:
     """A title's content words without its parenthesis ("Alien (film)" -> alien)."""
-    return content_tokens(re.sub(r"\(.*?\)", "", title))
+    return content_tokens(bare(title))
 
 
 def covered(entity: str, titles: list[str]) -> bool:

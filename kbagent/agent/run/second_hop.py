@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import Unit, kind_of_answer, units_of
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.run.hops import title_of
+from kbagent.agent.run.hops import bare, title_of
 
 OPEN_WEIGHT = 1.0  # coverage of the question's words the first hop leaves open
 ALL_WEIGHT = 0.3  # coverage of all the question's words
@@ -39,10 +39,6 @@ LONG = 250  # characters from which a sentence covers words by chance
 class HopScored:
     unit: Unit
     score: float
-
-
-def bare(title: str) -> str:
-    return re.sub(r"\(.*?\)", "", title).strip()
 
 
 def title(c: Citation) -> str:
