@@ -203,3 +203,22 @@ def test_the_real_model_picks_a_short_answer_among_the_spans_it_is_given(llm, sa
     sentence = quoted.split("\u201c", 1)[1].rsplit("\u201d", 1)[0]
     assert short in [x.text for x in spans(focus_of(question), sentence)]
     assert result.usage.llm_calls == 2  # the pick and the answer turn
+
+
+def test_a_long_prompt_is_evaluated_without_crashing_the_process():
+    """A prompt evaluated in batches (any real question) through the bundled model. On a
+    CPU with AMX, llama.cpp's extra buffer types crashed here (SIGSEGV in decode) before
+    the model was loaded without them: run in a child so a crash is a failure, not the
+    end of the test run."""
+    code = textwrap.dedent("""
+        from kbagent.agent.llm.base import Message, complete
+        from kbagent.agent.llm.llama import LlamaCppLLM, bundled_model_path
+        llm = LlamaCppLLM(bundled_model_path(), n_ctx=4096)
+        prompt = "The retry policy backs off exponentially. " * 250
+        out = complete(llm, [Message("user", prompt)], max_tokens=8)
+        print("OK", out.prompt_tokens > 1000)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["OK", "True"]

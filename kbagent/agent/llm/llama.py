@@ -6,11 +6,19 @@ importing that package (its ``__init__`` imports ``llm``). The chat template
 comes from the GGUF. Generation is deterministic by default (temperature 0,
 fixed seed). Consecutive calls whose prompts share a prefix reuse llama.cpp's
 KV cache; ``Completion.prompt_evaluated`` reports how many tokens were new.
+
+On a CPU with AMX (Intel Sapphire Rapids and later), llama.cpp 0.3.36's extra CPU
+buffer types (its AMX and repacked weight layouts) crash the process (SIGSEGV in
+``decode``) as soon as a prompt is evaluated in a batch: any real question. There the
+model is loaded with them off (``use_extra_bufts``); the generated text is the same,
+prompt evaluation is the plain CPU path. ``KBAGENT_LLAMA_EXTRA_BUFTS=1`` forces them on,
+``=0`` off everywhere (``extra_buffer_types()``).
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from collections.abc import Generator
@@ -55,6 +63,26 @@ def resolve_model_path(name: str) -> Path:
         if f.read(4) != b"GGUF":
             raise BadInputError(f"{path} is not a GGUF model file")
     return path
+
+
+def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Does this CPU announce AMX tiles (Linux's ``amx_tile`` flag)? False where unknown."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.startswith("flags") and "amx_tile" in line.split()
+               for line in text.splitlines())
+
+
+def extra_buffer_types(env: str | None = None, amx: bool | None = None) -> bool:
+    """Let llama.cpp use its extra CPU buffer types (weight repacking, AMX)? Not on a CPU
+    with AMX, where they crash llama-cpp-python 0.3.36; ``KBAGENT_LLAMA_EXTRA_BUFTS``
+    (1/0) decides when set."""
+    value = os.environ.get("KBAGENT_LLAMA_EXTRA_BUFTS", "") if env is None else env
+    if value.strip() in ("0", "1"):
+        return value.strip() == "1"
+    return not (cpu_has_amx() if amx is None else amx)
 
 
 # (path, n_ctx, n_threads, seed) -> (Llama, its lock). The lock belongs to the cached
@@ -133,10 +161,27 @@ class LlamaCppLLM(LLM):
     @staticmethod
     def _load(path: Path, n_ctx: int, n_threads: int, seed: int) -> Any:
         try:
-            from llama_cpp import Llama
+            import llama_cpp.llama as llama_module
 
-            return Llama(str(path), n_ctx=n_ctx, n_threads=n_threads or None, seed=seed,
-                         verbose=False)
+            if extra_buffer_types():
+                return llama_module.Llama(str(path), n_ctx=n_ctx, n_threads=n_threads or None,
+                                          seed=seed, verbose=False)
+            # Llama() takes no such argument: its model parameters come from this function,
+            # swapped while the model loads (under _MODELS_LOCK, the only loader)
+            lib: Any = getattr(llama_module, "llama_cpp")  # noqa: B009 (not re-exported)
+            defaults = lib.llama_model_default_params
+
+            def without_extra() -> Any:
+                params = defaults()
+                params.use_extra_bufts = False
+                return params
+
+            lib.llama_model_default_params = without_extra
+            try:
+                return llama_module.Llama(str(path), n_ctx=n_ctx,
+                                          n_threads=n_threads or None, seed=seed, verbose=False)
+            finally:
+                lib.llama_model_default_params = defaults
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise BackendError(f"cannot load model {path}: {e}") from e
 
