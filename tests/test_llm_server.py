@@ -1,5 +1,7 @@
 """The OpenAI-compatible backend against a real llama.cpp server
-(``python -m llama_cpp.server``, the ``server`` extra) on 127.0.0.1 serving the bundled GGUF."""
+(llama-cpp-python's, the ``server`` extra, started as ``python -m
+kbagent.agent.llm.llama_server``: ``python -m llama_cpp.server`` with the model loaded as
+kbagent loads it on this CPU) on 127.0.0.1 serving the bundled GGUF."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def server_url():
 
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
+        [sys.executable, "-m", "kbagent.agent.llm.llama_server", "--model", str(bundled_model_path()),
          "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/v1"

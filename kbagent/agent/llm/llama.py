@@ -21,7 +21,8 @@ import atexit
 import os
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -83,6 +84,34 @@ def extra_buffer_types(env: str | None = None, amx: bool | None = None) -> bool:
     if value.strip() in ("0", "1"):
         return value.strip() == "1"
     return not (cpu_has_amx() if amx is None else amx)
+
+
+@contextmanager
+def model_params_for_this_cpu() -> Iterator[None]:
+    """While open, every ``llama_cpp.Llama()`` of this process loads its model without the
+    extra CPU buffer types where :func:`extra_buffer_types` says no (a CPU with AMX).
+
+    ``Llama()`` takes no such argument: its model parameters come from
+    ``llama_cpp.llama_model_default_params``, swapped here for one that turns them off.
+    Not thread-safe: hold it only where nothing else loads a model meanwhile."""
+    if extra_buffer_types():
+        yield
+        return
+    import llama_cpp.llama as llama_module
+
+    lib: Any = getattr(llama_module, "llama_cpp")  # noqa: B009 (not re-exported)
+    defaults = lib.llama_model_default_params
+
+    def without_extra() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    lib.llama_model_default_params = without_extra
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = defaults
 
 
 # (path, n_ctx, n_threads, seed) -> (Llama, its lock). The lock belongs to the cached
@@ -163,25 +192,9 @@ class LlamaCppLLM(LLM):
         try:
             import llama_cpp.llama as llama_module
 
-            if extra_buffer_types():
-                return llama_module.Llama(str(path), n_ctx=n_ctx, n_threads=n_threads or None,
-                                          seed=seed, verbose=False)
-            # Llama() takes no such argument: its model parameters come from this function,
-            # swapped while the model loads (under _MODELS_LOCK, the only loader)
-            lib: Any = getattr(llama_module, "llama_cpp")  # noqa: B009 (not re-exported)
-            defaults = lib.llama_model_default_params
-
-            def without_extra() -> Any:
-                params = defaults()
-                params.use_extra_bufts = False
-                return params
-
-            lib.llama_model_default_params = without_extra
-            try:
+            with model_params_for_this_cpu():  # under _MODELS_LOCK, the only loader
                 return llama_module.Llama(str(path), n_ctx=n_ctx,
                                           n_threads=n_threads or None, seed=seed, verbose=False)
-            finally:
-                lib.llama_model_default_params = defaults
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise BackendError(f"cannot load model {path}: {e}") from e
 
