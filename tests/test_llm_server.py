@@ -36,8 +36,9 @@ def server_url():
 
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kbagent.agent.llm.llama_server", "--model", str(bundled_model_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--verbose", "False"],
+        [sys.executable, "-m", "kbagent.agent.llm.llama_server",
+         "--model", str(bundled_model_path()), "--host", "127.0.0.1", "--port", str(port),
+         "--n_ctx", "4096", "--verbose", "False"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
