@@ -85,6 +85,8 @@ TYPE_MISS = 0.9
 # only the units best by their words are embedded (the embedder is most of the ranking's
 # time): a unit outside them shares too little with the question to lead
 EMBED_TOP = 16
+BOILERPLATE_CHUNKS = 3  # a unit repeated word for word in this many chunks is boilerplate
+BOILERPLATE_PENALTY = 0.5
 VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE,
                          AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
 
@@ -155,6 +157,11 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     ctx_pool = set().union(*ctx_tokens)
     gone = sum(w for t, w in idf.items() if not df[t] and t not in ctx_pool)
     ranks = ranks or {}
+    # a unit that three or more chunks repeat word for word is boilerplate (a page footer,
+    # a licence line, a navigation bar), never the one that states a fact
+    chunks_of: dict[str, set[int]] = {}
+    for u in units:
+        chunks_of.setdefault(" ".join(u.text.lower().split()), set()).add(u.n)
     lexical = []
     for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
@@ -167,6 +174,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         present = (own + extra) / (total - gone) if total > gone else 0.0
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
+        if len(chunks_of[" ".join(u.text.lower().split())]) >= BOILERPLATE_CHUNKS:
+            score -= BOILERPLATE_PENALTY
         if kind is False:  # no value of the kind asked for: it cannot state the fact
             score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3
         lexical.append(Scored(u, score, coverage, 0.0, kind is not False, present, gone / total))

@@ -60,9 +60,15 @@ MONTH = (r"(?:January|February|March|April|May|June|July|August|September|Octobe
 
 # what a unit of each kind looks like in a source sentence
 TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
-    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)*(?![\w.]\d)|\b(?:one|two|three|"
+    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)*(?![\w.]\d)|\b(?:two|three|"
                                   r"four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
-                                  r"thousand|million|billion)\b(?!\s+(?:or|of)\b)", re.I),
+                                  r"thousand|million|billion)\b(?!\s+(?:or|of)\b)|"
+                                  # "one" as a count ("only one worker"), not the pronoun
+                                  # or determiner ("One way to ...", "the one that")
+                                  r"(?<!\bthe )(?<!\bany )(?<!\beach )(?<!\bno )(?<!\bthis )"
+                                  r"(?<!\bthat )\bone\b(?!\s+(?:or|of|way|another|can|could|"
+                                  r"may|might|must|should|would|will|who|that|which|is|has|does|"
+                                  r"such)\b)", re.I),
     AnswerType.DURATION: re.compile(rf"\d[\d,.]*\s*{TIME_UNITS}\b|\b(?:an? |one |half an? )"
                                     r"(?:second|minute|hour|day|week|month|year)\b", re.I),
     AnswerType.DATE: re.compile(rf"\b{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b|"
@@ -76,7 +82,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                    r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
                                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
-                                 r"\bE[A-Z]{3,}\b"),
+                                 r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b"),  # AH00124
     AnswerType.PATH: re.compile(r"(?:(?<=\s)|^|(?<=[\"'`(]))(?:~|\.{1,2})?/[\w.@+-]+"
                                 r"(?:/[\w.@+-]*)*|"
                                 r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
@@ -104,9 +110,11 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
     # an exit status is a number ("return 125"), not an error's name
     (re.compile(r"\bexit (?:code|status)(?:es|s)?\b", re.I), AnswerType.NUMBER),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
-                r"status code|return code|exit code|signal|warning)s?\b(?!\s+(?:rate|ratio|count|"
-                r"budget|threshold|level|percentage|share)s?\b)|\b(?:raises?|throws?)\b"
-                r"|\berror (?:code|name)\b", re.I), AnswerType.ERROR),
+                r"status code|return code|exit code|signal|warning|message code|message id)s?\b"
+                r"(?!\s+(?:rate|ratio|count|budget|threshold|level|percentage|share)s?\b)|"
+                r"\b(?:raises?|throws?)\b|\berror (?:code|name)\b|"
+                r"\b(?:what|which)\s+HTTP (?:status|response|code)\b", re.I),
+     AnswerType.ERROR),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
                 r"name|string|tag|key|id|notes?|date|day)\b)|"
                 r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
@@ -144,7 +152,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
                 r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port)\b|"
                 r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
-                r"many times)\b", re.I),
+                r"many times)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
+                r"(?:lowest|highest|fewest)\b", re.I),
      AnswerType.NUMBER),
     (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,2}(?:name|person|people|"
                 r"company|team|city|country|state|town|place|author|owner|group|band|film|"
@@ -159,6 +168,12 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"\b(?:called|named)\b", re.I), AnswerType.NAME),
 ]
 
+# "..., in bytes?", "how long may a line be, in characters": a count in that unit, even
+# where the question's words ("how long") would ask for a duration
+_IN_UNIT = re.compile(rf"\b(?:in|as a number of|measured in)\s+(?P<u>{SIZE_UNITS}|characters|"
+                      r"chars|lines|words|pages|entries|rows|columns|items|digits)\b", re.I)
+_COUNT_RULE = next(i for i, (_, t) in enumerate(_RULES) if t is AnswerType.NUMBER
+                   and i > 1)  # the "how many / what is the maximum ..." rule
 _HOW_MANY_UNIT = re.compile(r"\bhow (?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?"
                             r"((?:[a-zA-Z][a-zA-Z-]+\s+){0,2}[a-zA-Z][a-zA-Z-]+)", re.I)
 # what ends the noun a "how many" counts ("how many database files can ...": files)
@@ -174,6 +189,16 @@ _LEAD_CLAUSE = re.compile(
     r"^(?:(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|after|"
     r"before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*)+"
     rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{_AUX})\b)", re.I)
+# a question about what happens when nobody chose: the default, in a user's words ("out
+# of the box", "unless I tell it otherwise", "when I pass no option", "if I never set X")
+_DEFAULT_INTENT = re.compile(
+    r"\bout of the box\b|\bunless (?:(?:i|you|we|someone|it is|it's|they are|you've|i've)\s+)?"
+    r"(?:tell|told|say|said|configure|configured|specify|specified|set|change|changed|"
+    r"ask|asked|choose|chosen|override|overridden)\w*\s+(?:it\s+|so\s+)?otherwise\b|"
+    r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
+    r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
+    r"(?:set|specify|pass|give|choose|change|configure|touch)\b|\bleft (?:at|to) (?:its|the) "
+    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "
@@ -279,11 +304,26 @@ def named_things(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))
 
 
+# "how long can a password be?", "how long may one line get once ...": a length (a
+# number), not a duration ("how long does it take", "how long is a session kept")
+_LENGTH = re.compile(
+    r"\bhow long (?:may|can|could|should|must|might|will|is|are)\s+(?:(?:a|an|the|one|my|"
+    r"each|any|your)\s+)?(?:(?:[\w-]+\s+){0,6}(?:be|get)(?=\s*(?:[?,]|$|\b(?:if|when|once|"
+    r"before|after|in|on|under|with)\b))|(?:[\w-]+\s+)?(?:line|password|name|string|header|"
+    r"key|path|file ?name|url|uri|message|value|field|label|title|comment|identifier|word|"
+    r"text|query|argument|list|queue|tag)s?\b(?!\s+(?:be\s+)?(?:kept|stored|valid|cached|"
+    r"idle|open|alive|held|retained)))", re.I)
+
+
 def _kind(q: str) -> AnswerType:
     """The kind of answer a question (without its leading clause) asks for."""
     if _YESNO.match(q):
         return AnswerType.YESNO
+    if _LENGTH.search(q):
+        return AnswerType.NUMBER
     kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
+    if kind is AnswerType.DEFAULT and _RULES[_COUNT_RULE][0].search(q):
+        kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
     if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
         kind = AnswerType.NAME  # "Which team owns billing?"
     return kind
@@ -309,7 +349,7 @@ def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
     q = " ".join(question.split())
     terms = frozenset(content_tokens(q) - QUESTION_WORDS)
-    if re.search(r"\bout of the box\b", q, re.I):  # what a thing does unless told otherwise
+    if _DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
         terms |= content_tokens("default")
     named = named_things(q)
     options = _options(q)
@@ -318,6 +358,10 @@ def focus_of(question: str) -> Focus:
     else:
         kind = _kind(_LEAD_CLAUSE.sub("", q))
     unit = _unit(q)
+    told = _IN_UNIT.search(q)
+    if told and kind in (AnswerType.DURATION, AnswerType.NUMBER, AnswerType.DEFAULT,
+                         AnswerType.OTHER):
+        kind, unit = AnswerType.NUMBER, unit or told.group("u").lower()
     focus = set()
     for name in named:
         focus |= content_tokens(name.replace("_", " ")) | content_tokens(name)

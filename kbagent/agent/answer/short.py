@@ -17,6 +17,7 @@ source does not (the model, when it picks, picks among these spans under a gramm
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType
             AnswerType.DEFAULT)
 _WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 _NUMBER_UNIT = re.compile(
-    rf"(?<![\w.])(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
+    rf"(?<![\w.])(?<![A-Za-z]-)(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
     rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
     re.IGNORECASE)
 _DEFAULT_VALUE = [
@@ -56,6 +57,9 @@ _DEFAULT_VALUE = [
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
                r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
 ]
+# a setting's name before its value: CamelCase or an identifier, then the value
+_SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_.][\w.]+)"
+                            r"\s+(?=\S)")
 _CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Friday|"
                        r"Saturday|Sunday)\b")
 _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
@@ -155,7 +159,13 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
             for m in p.finditer(sentence):
                 # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
                 value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
-                out.append((value, m.start("v"), 1.0 - 0.1 * i))
+                at = m.start("v")
+                # "Default: TraceLog 250": a reference box restates the setting's name
+                # before its value (the configuration syntax)
+                named = _SETTING_FIRST.match(value)
+                if named and sentence[:at].rstrip().endswith(":"):
+                    value, at = value[named.end():], at + named.end()
+                out.append((value, at, 1.0 - 0.1 * i))
         names = {n.rstrip("=").lower() for n in focus.named} | {
             w.lower() for w in re.findall(r"[A-Za-z_]\w*", focus.question)}
         for m in _KWARG.finditer(sentence):
@@ -173,6 +183,8 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
         kind = TYPE_PATTERNS[t]
         for m in _NUMBER_UNIT.finditer(sentence):
             text = m.group()
+            if _option_flag(sentence, m.start()):
+                continue  # "-2: Use SHA-256 ...": the option's name, no figure
             bonus = 0.0
             if t is not AnswerType.NUMBER and kind.search(text):
                 bonus += 1.0
@@ -204,6 +216,8 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
             if i >= 0:
                 out.append((o, i, 0.0))
         return out
+    if t is AnswerType.NAME:
+        out += _class_members(focus, sentence)
     if pattern is not None:
         year_only = t is AnswerType.DATE and re.search(
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
@@ -219,6 +233,35 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                     continue
                 text = year.group()
             out.append((text, m.start(), 0.0))
+    return out
+
+
+def _option_flag(sentence: str, start: int) -> bool:
+    """Is the number at ``start`` a command-line option's name: "-2:" after a space, or
+    "-5" opening the sentence (an option list's entry)?"""
+    if start == 0 or sentence[start - 1] != "-":
+        return False
+    if start > 1 and not sentence[start - 2].isspace():
+        return False
+    digits = re.match(r"\d+", sentence[start:])
+    end = start + (digits.end() if digits else 0)
+    return start == 1 or sentence[end:end + 1] == ":"
+
+
+def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """The word a sentence puts before the class the question asks for ("bcrypt hashing"
+    for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
+    m = _CLASS_WORD.search(focus.question)
+    if m is None:
+        return []
+    wanted = _stems(m.group(1))
+    out = []
+    words = list(_WORD.finditer(sentence))
+    for prev, word in itertools.pairwise(words):
+        if _stems(word.group()) & wanted and not _stems(prev.group()) & wanted:
+            w = prev.group()
+            if w.lower() not in _ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
+                out.append((w, prev.start(), 0.0))
     return out
 
 
@@ -275,9 +318,46 @@ def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     return " ".join(words), bonus - 0.8 * shared
 
 
-def spans(focus: Focus, sentence: str) -> list[Span]:
+# "Which hash does htpasswd use ...": the class the answer belongs to ("hash")
+_CLASS_WORD = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?([\w-]+)\s+(?:does|do|did|is|are|"
+                         r"was|were|will|would|can|could|should|has|have|gets?)\b", re.I)
+_CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
+# words that come before a class word without naming a member ("the default hash")
+_NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
+                               "some no its their your our my his her first last one".split())
+COMMON_SHARE = 0.5  # a name in at least this share of the cited documents is their subject
+
+
+def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
+    """The capitalised words (lower case) that at least half of the cited documents use,
+    three or more of them: the product or project the whole folder is about ("Apache",
+    "SQLite"), which is what every page names, not what a question asks for."""
+    if len(texts_by_document) < 3:
+        return frozenset()
+    counts: dict[str, int] = {}
+    for texts in texts_by_document.values():
+        for w in {m.group().lower() for t in texts for m in _CAPITAL_WORD.finditer(t)}:
+            counts[w] = counts.get(w, 0) + 1
+    need = max(3, COMMON_SHARE * len(texts_by_document))
+    return frozenset(w for w, n in counts.items() if n >= need)
+
+
+def _class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
+    """Is the class the question asks for ("which hash") within two words of the span
+    ("MD5 hashing", "the hash MD5")?"""
+    m = _CLASS_WORD.search(focus.question)
+    if m is None:
+        return False
+    wanted = _stems(m.group(1))
+    before = sentence[max(0, start - 30):start].split()[-2:]
+    after = sentence[end:end + 30].split()[:2]
+    return any(_stems(w) & wanted for w in before + after)
+
+
+def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> list[Span]:
     """Candidate short answers in ``sentence`` for the question, best first (empty when
-    the question wants no fact, or the sentence holds none of the kind asked for)."""
+    the question wants no fact, or the sentence holds none of the kind asked for).
+    ``common``: names every cited document uses (:func:`common_names`), ranked down."""
     if not focus.wants_fact or focus.answer_type is AnswerType.YESNO:
         return []
     anchors = _anchors(focus, sentence)
@@ -331,6 +411,10 @@ def spans(focus: Focus, sentence: str) -> list[Span]:
         if t is AnswerType.NAME and _DEMONYM.fullmatch(text) and not re.search(
                 r"national|countr|language|ethnic|origin", q):
             score -= 0.5  # "American", "Bangladeshi-British": an adjective, not a name
+        if t is AnswerType.NAME and text.lower() in common:
+            score -= 0.8  # "Apache" in the Apache manual: the folder's subject
+        if t is AnswerType.NAME and _class_near(focus, sentence, start, end):
+            score += 0.5  # "MD5 hashing" for "which hash"
         if t is AnswerType.NAME and q.lstrip().startswith("who") and re.fullmatch(
                 r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’.-]+){1,3}", text):
             score += 0.4  # a person's name
@@ -352,12 +436,13 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     return "No" if negated != focus.negated else "Yes"
 
 
-def short_answer(focus: Focus, sentence: str) -> str | None:
+def short_answer(focus: Focus, sentence: str, common: frozenset[str] = frozenset()
+                 ) -> str | None:
     """The best short answer in ``sentence`` (None: none there)."""
     said = yes_no(focus, sentence)
     if said is not None:
         return said
-    found = spans(focus, sentence)
+    found = spans(focus, sentence, common)
     return found[0].text if found else None
 
 

@@ -4,7 +4,9 @@ A unit is one of
 
 * a **sentence** of prose (a list item is prose of its own: it never runs on into
   the next item);
-* a table **row**, read "header: value; ..." when the table has a header row;
+* a table **row**, read "header: value; ..." when the table has a header row; a
+  table of label/value rows ("Default: | TraceEnable on": two cells, the first a short
+  label ending in ":") has none, each row read "Default: TraceEnable on";
 * a **definition** entry: a Markdown definition list (``term`` then ``: definition``),
   a reStructuredText one (a term line, its definition indented below it) and an HTML
   ``<dt>``/``<dd>`` pair (extracted HTML puts each on a line of its own) read as one
@@ -66,6 +68,16 @@ def _table_row(line: str) -> bool:
     """Is ``line`` a table row? Every form but ``<tr`` holds a "|": checked first, since
     the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
     return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
+
+KEY_VALUE = "\0key-value"  # a table of label/value rows: no header row
+
+
+def _label_row(cells: list[str]) -> bool:
+    """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
+    Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
+    return (len(cells) == 2 and cells[0].endswith(":") and 1 < len(cells[0]) <= 40
+            and len(cells[0].split()) <= 4)
+
 
 CODE_SUFFIXES = frozenset(".py .go .js .ts .tsx .jsx .rs .java .c .h .cc .cpp .hpp .sh .rb .kt "
                           ".swift .cs .php .scala .lua .sql .yaml .yml .toml .ini .cfg".split())
@@ -215,6 +227,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
     html = suffix in HTML_SUFFIXES
     header: list[str] = []
+    about = ""  # a key/value table's first value
     pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
 
     for i, line in enumerate(lines):
@@ -234,6 +247,19 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 continue
             cells = _cells(line)
             if not any(cells):
+                continue
+            if not header and _label_row(cells):
+                header = [KEY_VALUE]  # no header row: every row says what it is
+                about = cells[1]  # what the rows describe ("Limits the size of ...")
+            if header == [KEY_VALUE]:
+                if _label_row(cells):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
+                    text = f"{cells[0]} {cells[1]}" if cells[1] else cells[0]
+                else:
+                    text = "; ".join(x for x in cells if x)
+                # every row is about the thing the first one describes: its words rank
+                # the others ("Default: LimitRequestFieldSize 8190" is about header size)
+                gloss = about if text != f"{cells[0]} {about}" else ""
+                cut.add(text, UnitKind.ROW, f"{cells[0].rstrip(':')} {gloss}".strip(), gloss)
                 continue
             if not header:
                 header = cells

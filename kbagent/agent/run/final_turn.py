@@ -30,7 +30,7 @@ from collections.abc import Callable, Generator, Iterator
 from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
-from kbagent.agent.answer.short import short_answer, spans, yes_no
+from kbagent.agent.answer.short import common_names, short_answer, spans, yes_no
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import calculation
@@ -158,10 +158,11 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         return g.take(fresh[:1]), said
     # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
+    common = _common_names(s) if focus.answer_type is AnswerType.NAME else frozenset()
     for i, e in enumerate(fresh[:SHORT_FROM]):
         if e.coverage < SHORT_COVERAGE * fresh[0].coverage:
             continue
-        ranked = spans(focus, e.unit.text)
+        ranked = spans(focus, e.unit.text, common)
         score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0
         if ranked and (best is None or score > best[0]):
             best = (score, i, [x.text for x in ranked])
@@ -175,6 +176,14 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         if chosen and (chosen in found or not missing_facts(chosen, e.unit.text)):
             short = chosen
     return g.take([e]), short
+
+
+def _common_names(s: RunState) -> frozenset[str]:
+    """The names every cited document uses (the folder's subject: no answer)."""
+    by_doc: dict[str, list[str]] = {}
+    for c in s.ledger:
+        by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
+    return common_names(by_doc)
 
 
 def _yes_no(focus: Focus, best: Scored) -> str | None:
