@@ -180,3 +180,36 @@ def test_a_key_value_box_in_a_real_kb_leads_the_answer(tmp_path: Path):
     final = next(e for e in events if isinstance(e, Final))
     assert final.result.short_answer.startswith("250 [")
     assert final.result.answer.startswith("250 [")
+
+
+def test_a_relative_path_is_a_path():
+    f = focus_of("On Unix, where does the error log go if the ErrorLog directive is not set?")
+    assert f.answer_type is AnswerType.PATH and "default" in f.terms
+    row = "Default: ErrorLog logs/error_log (Unix) ErrorLog logs/error.log (Windows and OS/2)"
+    assert spans(f, row)[0].text == "logs/error_log"
+    assert not TYPE_PATTERNS[AnswerType.PATH].search("The rate is given in KiB/s and/or MiB.")
+
+
+def test_a_value_stated_as_the_default_beats_a_figure_of_the_unit_nearby():
+    f = focus_of("How many seconds is a server nonce valid by default?")
+    assert short_answer(f, "Default: NonceLifetime 300") == "300"
+    advice = "It should never be set to less than 10 seconds; the default is 300 seconds."
+    assert short_answer(f, advice) == "300 seconds"
+
+
+def test_an_apostrophe_quotes_nothing():
+    f = focus_of("Which file does the server send for a folder's URL, if I haven't set one?")
+    assert not any("haven" in n for n in f.named)
+    assert "default" in f.terms
+
+
+def test_the_class_of_a_name_question_is_its_class_noun():
+    f = focus_of("Which environment variable sets the speed cap that the module enforces?")
+    sentence = "The speed is specified, in KiB/s, using the environment variable rate-limit."
+    assert spans(f, sentence)[0].text == "rate-limit"
+
+
+def test_a_standards_number_and_a_version_are_no_figures():
+    f = focus_of("How low can the session cache timeout be set when testing?")
+    sentence = "Applies also to RFC 5077 session resumption in release 2.4.10 and later."
+    assert spans(f, sentence) == []

@@ -85,6 +85,8 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                  r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b"),  # AH00124
     AnswerType.PATH: re.compile(r"(?:(?<=\s)|^|(?<=[\"'`(]))(?:~|\.{1,2})?/[\w.@+-]+"
                                 r"(?:/[\w.@+-]*)*|"
+                                # a relative path: "logs/error_log" (not "and/or", "KiB/s")
+                                r"(?<![\w/])(?!and/|or/)[a-z_][\w.-]*(?:/[\w.@+-]{2,})+|"
                                 r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
                                 r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
     AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
@@ -172,8 +174,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
 # where the question's words ("how long") would ask for a duration
 _IN_UNIT = re.compile(rf"\b(?:in|as a number of|measured in)\s+(?P<u>{SIZE_UNITS}|characters|"
                       r"chars|lines|words|pages|entries|rows|columns|items|digits)\b", re.I)
-_COUNT_RULE = next(i for i, (_, t) in enumerate(_RULES) if t is AnswerType.NUMBER
-                   and i > 1)  # the "how many / what is the maximum ..." rule
+_HOW_MUCH = re.compile(r"\bhow (?:many|much|large|big|high|low|far|deep)\b", re.I)
 _HOW_MANY_UNIT = re.compile(r"\bhow (?:many|much)\s+(?:more\s+|fewer\s+|less\s+)?"
                             r"((?:[a-zA-Z][a-zA-Z-]+\s+){0,2}[a-zA-Z][a-zA-Z-]+)", re.I)
 # what ends the noun a "how many" counts ("how many database files can ...": files)
@@ -198,7 +199,9 @@ _DEFAULT_INTENT = re.compile(
     r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
     r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
     r"(?:set|specify|pass|give|choose|change|configure|touch)\b|\bleft (?:at|to) (?:its|the) "
-    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b", re.I)
+    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b|"
+    r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
+    r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "
@@ -206,7 +209,9 @@ _ATTRIBUTES = frozenset(content_tokens(
 _CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\w.]*|\.[A-Za-z_]"
                         r"\w*)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[A-Z0-9_]*|[A-Za-z_]\w*=[\w.]*)"
                         r"(?![\w/])")
-_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]")
+# a quoted term; a single quote only where it is no apostrophe ("a folder's URL, if I
+# haven't" quotes nothing)
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]|(?<!\w)['‘]([^'’]{2,60})['’](?!\w)")
 _CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:de |von |van )?"
                           r"[A-Z][\w'&.-]*)*)")
 _NOT_NAMES = frozenset(
@@ -290,7 +295,7 @@ def named_things(question: str) -> tuple[str, ...]:
         term = (m.group(1) or m.group(2) or "").strip()
         if term and term not in _NOT_NAMES:
             out.append(term)
-    out += [m.group(1).strip() for m in _QUOTED.finditer(question)]
+    out += [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(question)]
     first = len(question) - len(question.lstrip())
     for m in _CAPITALISED.finditer(question):
         words = m.group(1).split()
@@ -315,6 +320,47 @@ _LENGTH = re.compile(
     r"idle|open|alive|held|retained)))", re.I)
 
 
+# "Which hash does htpasswd use ...": the class the answer belongs to ("hash")
+_CLASS_WORD = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?([\w-]+)\s+(?:does|do|did|is|are|"
+                         r"was|were|will|would|can|could|should|has|have|gets?)\b", re.I)
+_WHICH_PHRASE = re.compile(r"\b(?:which|what)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.I)
+# nouns that name a class of things a name answers ("which environment variable sets")
+_CLASS_NOUNS = frozenset(
+    "name person company team city country tool package module function class method setting "
+    "variable field column table role product service kind type mode strategy algorithm "
+    "format protocol code keyword header string engine backend parameter argument statement "
+    "clause operator encoding character symbol hash cipher directive option flag command "
+    "program file extension handler filter plugin library language signal model".split())
+
+
+def class_word(question: str) -> str:
+    """The class a name question asks for: "variable" in "Which environment variable
+    sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
+    m = _WHICH_PHRASE.search(question)
+    if m is not None:
+        for w in m.group(1).split():
+            if w.lower().rstrip("s") in _CLASS_NOUNS or w.lower() in _CLASS_NOUNS:
+                return w
+    m = _CLASS_WORD.search(question)
+    return m.group(1) if m else ""
+
+
+# kinds a question for a member of a class ("which option", "what variable") is not,
+# whatever words follow it ("... sets the speed", "... limits the size")
+_CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE,
+                           AnswerType.PERCENT, AnswerType.DATE, AnswerType.OTHER,
+                           AnswerType.DEFAULT})
+
+
+def _asks_class(q: str) -> bool:
+    """Does the question open with "which/what" and a class noun in its first two words
+    ("Which environment variable ...", "What directive ...")?"""
+    m = re.match(r"^\s*(?:which|what)\s+((?:[\w-]+\s+)?[\w-]+)\s+(?!of\b)", q, re.I)
+    # a code may be a number ("which exit code"): the other rules decide
+    return m is not None and any(w.lower().rstrip("s") in _CLASS_NOUNS - {"code"}
+                                 for w in m.group(1).split())
+
+
 def _kind(q: str) -> AnswerType:
     """The kind of answer a question (without its leading clause) asks for."""
     if _YESNO.match(q):
@@ -322,7 +368,9 @@ def _kind(q: str) -> AnswerType:
     if _LENGTH.search(q):
         return AnswerType.NUMBER
     kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
-    if kind is AnswerType.DEFAULT and _RULES[_COUNT_RULE][0].search(q):
+    if kind in _CLASS_YIELDS and _asks_class(q):
+        return AnswerType.NAME  # "Which environment variable sets the speed ...": a name
+    if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
     if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
         kind = AnswerType.NAME  # "Which team owns billing?"
@@ -349,8 +397,9 @@ def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
     q = " ".join(question.split())
     terms = frozenset(content_tokens(q) - QUESTION_WORDS)
-    if _DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
-        terms |= content_tokens("default")
+    if intent := _DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
+        # its words say "the default" ("tell", "otherwise"), not what is asked about
+        terms = (terms - content_tokens(intent.group())) | content_tokens("default")
     named = named_things(q)
     options = _options(q)
     if options:

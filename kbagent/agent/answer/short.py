@@ -30,10 +30,14 @@ from kbagent.agent.answer.focus import (
     TYPE_PATTERNS,
     AnswerType,
     Focus,
+    class_word,
     in_question,
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
+# a value a source states as the default, when the question asks for the default: more
+# than any figure of the right unit nearby ("never set it to less than 10 seconds")
+DEFAULT_STATED = 1.0
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
 _WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
@@ -154,7 +158,8 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """(span, offset, bonus) of the kind asked for, before ranking."""
     t = focus.answer_type
     out: list[tuple[str, int, float]] = []
-    if t is AnswerType.DEFAULT or "default" in focus.focus:
+    asks_default = "default" in focus.focus or "default" in focus.terms
+    if t is AnswerType.DEFAULT or asks_default:
         for i, p in enumerate(_DEFAULT_VALUE):
             for m in p.finditer(sentence):
                 # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
@@ -164,8 +169,11 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 # before its value (the configuration syntax)
                 named = _SETTING_FIRST.match(value)
                 if named and sentence[:at].rstrip().endswith(":"):
+                    name = named.group().strip()
                     value, at = value[named.end():], at + named.end()
-                out.append((value, at, 1.0 - 0.1 * i))
+                    # "x (Unix) ErrorLog y (Windows)": the name again starts another value
+                    value = re.split(rf"\s+{re.escape(name)}\b", value)[0]
+                out.append((value, at, 1.0 - 0.1 * i + DEFAULT_STATED * asks_default))
         names = {n.rstrip("=").lower() for n in focus.named} | {
             w.lower() for w in re.findall(r"[A-Za-z_]\w*", focus.question)}
         for m in _KWARG.finditer(sentence):
@@ -183,8 +191,9 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
         kind = TYPE_PATTERNS[t]
         for m in _NUMBER_UNIT.finditer(sentence):
             text = m.group()
-            if _option_flag(sentence, m.start()):
-                continue  # "-2: Use SHA-256 ...": the option's name, no figure
+            if _option_flag(sentence, m.start()) or _STANDARD.search(sentence[:m.start()]) or (
+                    _DOTTED.match(sentence, m.start())):  # "2.4.10" is a version, not 2.4
+                continue  # "-2: Use SHA-256 ...", "RFC 5077": a name's number, no figure
             bonus = 0.0
             if t is not AnswerType.NUMBER and kind.search(text):
                 bonus += 1.0
@@ -236,6 +245,14 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     return out
 
 
+# a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
+_STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SHA|MD|BS|EN|"
+                       r"ITU-T|X)[- ]?$")
+
+
+_DOTTED = re.compile(r"\d+\.\d+\.\d")
+
+
 def _option_flag(sentence: str, start: int) -> bool:
     """Is the number at ``start`` a command-line option's name: "-2:" after a space, or
     "-5" opening the sentence (an option list's entry)?"""
@@ -251,10 +268,10 @@ def _option_flag(sentence: str, start: int) -> bool:
 def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """The word a sentence puts before the class the question asks for ("bcrypt hashing"
     for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
-    m = _CLASS_WORD.search(focus.question)
-    if m is None:
+    word = class_word(focus.question)
+    if not word:
         return []
-    wanted = _stems(m.group(1))
+    wanted = _stems(word)
     out = []
     words = list(_WORD.finditer(sentence))
     for prev, word in itertools.pairwise(words):
@@ -262,6 +279,8 @@ def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
             w = prev.group()
             if w.lower() not in _ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
                 out.append((w, prev.start(), 0.0))
+        if _stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
+            out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
     return out
 
 
@@ -318,13 +337,11 @@ def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     return " ".join(words), bonus - 0.8 * shared
 
 
-# "Which hash does htpasswd use ...": the class the answer belongs to ("hash")
-_CLASS_WORD = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?([\w-]+)\s+(?:does|do|did|is|are|"
-                         r"was|were|will|would|can|could|should|has|have|gets?)\b", re.I)
 _CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
 # words that come before a class word without naming a member ("the default hash")
 _NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
                                "some no its their your our my his her first last one".split())
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
 COMMON_SHARE = 0.5  # a name in at least this share of the cited documents is their subject
 
 
@@ -345,10 +362,10 @@ def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
 def _class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the class the question asks for ("which hash") within two words of the span
     ("MD5 hashing", "the hash MD5")?"""
-    m = _CLASS_WORD.search(focus.question)
-    if m is None:
+    word = class_word(focus.question)
+    if not word:
         return False
-    wanted = _stems(m.group(1))
+    wanted = _stems(word)
     before = sentence[max(0, start - 30):start].split()[-2:]
     after = sentence[end:end + 30].split()[:2]
     return any(_stems(w) & wanted for w in before + after)
