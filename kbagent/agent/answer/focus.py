@@ -82,7 +82,10 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                    r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
                                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
-                                 r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b"),  # AH00124
+                                 r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b|"  # AH00124
+                                 # POSIX signals, with or without their SIG prefix
+                                 r"\b(?:SIG)?(?:HUP|INT|QUIT|KILL|TERM|USR1|USR2|WINCH|ALRM|"
+                                 r"CHLD|PIPE|STOP|TSTP|CONT)\b"),
     AnswerType.PATH: re.compile(r"(?:(?<=\s)|^|(?<=[\"'`(]))(?:~|\.{1,2})?/[\w.@+-]+"
                                 r"(?:/[\w.@+-]*)*|"
                                 # a relative path: "logs/error_log" (not "and/or", "KiB/s")

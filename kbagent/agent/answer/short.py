@@ -189,8 +189,11 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                    for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
     if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
         kind = TYPE_PATTERNS[t]
+        dates = [d.span() for d in _ISO_DATE.finditer(sentence)]
         for m in _NUMBER_UNIT.finditer(sentence):
             text = m.group()
+            if any(a <= m.start() < b for a, b in dates):
+                continue  # "2022-02-22": a date, none of its numbers a figure
             if _option_flag(sentence, m.start()) or _STANDARD.search(sentence[:m.start()]) or (
                     _DOTTED.match(sentence, m.start())):  # "2.4.10" is a version, not 2.4
                 continue  # "-2: Use SHA-256 ...", "RFC 5077": a name's number, no figure
@@ -251,6 +254,7 @@ _STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|S
 
 
 _DOTTED = re.compile(r"\d+\.\d+\.\d")
+_ISO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 
 
 def _option_flag(sentence: str, start: int) -> bool:
