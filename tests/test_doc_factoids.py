@@ -236,3 +236,10 @@ def test_a_short_unit_is_embedded_with_its_heading():
 def test_a_dates_numbers_are_no_figures():
     f = focus_of("How many levels deep may the nesting go?")
     assert spans(f, "Built in by default as of version 3.38.0 (2022-02-22).") == []
+
+
+def test_a_default_keeps_its_thousands_separator_and_an_option_is_no_figure():
+    f = focus_of("How many hash rounds does it run unless I tell it otherwise?")
+    sentence = ("-r: Only allowed in combination with -2 or -5. It sets the number of hash "
+                "rounds (higher is slower; the default is 5,000).")
+    assert short_answer(f, sentence) == "5,000"

@@ -165,6 +165,9 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
                 value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
                 at = m.start("v")
+                grouped = _GROUPED.match(sentence, at)  # "5,000": the comma groups digits
+                if grouped and value.startswith(grouped.group().split(",")[0]):
+                    value = grouped.group() + value[len(grouped.group().split(",")[0]):]
                 # "Default: TraceLog 250": a reference box restates the setting's name
                 # before its value (the configuration syntax)
                 named = _SETTING_FIRST.match(value)
@@ -254,19 +257,16 @@ _STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|S
 
 
 _DOTTED = re.compile(r"\d+\.\d+\.\d")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)")
 _ISO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 
 
 def _option_flag(sentence: str, start: int) -> bool:
-    """Is the number at ``start`` a command-line option's name: "-2:" after a space, or
-    "-5" opening the sentence (an option list's entry)?"""
-    if start == 0 or sentence[start - 1] != "-":
-        return False
-    if start > 1 and not sentence[start - 2].isspace():
-        return False
-    digits = re.match(r"\d+", sentence[start:])
-    end = start + (digits.end() if digits else 0)
-    return start == 1 or sentence[end:end + 1] == ":"
+    """Is the number at ``start`` signed by a "-" that opens a word: a command-line
+    option ("-2:", "with -2 or -5") or a negative value, whose digits alone would be a
+    figure the source does not state?"""
+    return start > 0 and sentence[start - 1] == "-" and (
+        start == 1 or sentence[start - 2].isspace() or sentence[start - 2] in "([,")
 
 
 def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
