@@ -223,16 +223,6 @@ def test_a_signal_question_finds_the_signal_name():
     assert not f.type_match("The parent process reloads the configuration.")
 
 
-def test_a_short_unit_is_embedded_with_its_heading():
-    units = units_of(_cite("## Graceful Restart\n\nSignal: USR1 apachectl -k graceful\n",
-                           path="stopping.html"))
-    assert units[0].text == "Signal: USR1 apachectl -k graceful"
-    assert "Graceful Restart" in units[0].meaning and units[0].text in units[0].meaning
-    long = units_of(_cite("## Graceful Restart\n\n" + "The parent process advises the "
-                          "children to exit after their current request is served.\n"))
-    assert long[0].meaning == long[0].text
-
-
 def test_a_dates_numbers_are_no_figures():
     f = focus_of("How many levels deep may the nesting go?")
     assert spans(f, "Built in by default as of version 3.38.0 (2022-02-22).") == []

@@ -336,13 +336,20 @@ _CLASS_NOUNS = frozenset(
     "program file extension handler filter plugin library language signal model".split())
 
 
+_GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
+
+
 def class_word(question: str) -> str:
     """The class a name question asks for: "variable" in "Which environment variable
     sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
     m = _WHICH_PHRASE.search(question)
     if m is not None:
-        for w in m.group(1).split():
+        words = m.group(1).split()
+        for i, w in enumerate(words):
             if w.lower().rstrip("s") in _CLASS_NOUNS or w.lower() in _CLASS_NOUNS:
+                # "GPU model", "hash type": the word before a generic head is the class
+                if i and w.lower().rstrip("s") in _GENERIC_HEADS:
+                    return words[i - 1]
                 return w
     m = _CLASS_WORD.search(question)
     return m.group(1) if m else ""

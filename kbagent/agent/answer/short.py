@@ -51,7 +51,7 @@ _DEFAULT_VALUE = [
                r"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,3})",
                re.I),
     # "10 by default", "set to 10 by default"
-    re.compile(r"(?P<v>[^\s,;(]+(?:\s+[^\s,;(]+){0,2})\s+by default\b", re.I),
+    re.compile(r"(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
     # "(simple is the new default)", "Y is the default"
     re.compile(r"(?<![\w.-])(?P<v>(?!(?:this|that|it|which|what|there|these|those|who)\b)[^\s,;(]+"
                r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"
@@ -64,6 +64,9 @@ _DEFAULT_VALUE = [
 # a setting's name before its value: CamelCase or an identifier, then the value
 _SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_.][\w.]+)"
                             r"\s+(?=\S)")
+# "by default up to 4 attempts", "by default, 30 seconds": a figure after "by default"
+_BY_DEFAULT_NUMBER = re.compile(r"\bby default,?\s+(?:(?:up to|at most|at least|about)\s+)?"
+                                r"(?P<v>\d[\d,.]*(?:\s?[A-Za-z%]+)?)", re.I)
 _CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Friday|"
                        r"Saturday|Sunday)\b")
 _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
@@ -158,6 +161,10 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """(span, offset, bonus) of the kind asked for, before ranking."""
     t = focus.answer_type
     out: list[tuple[str, int, float]] = []
+    if t in _NUMERIC and t is not AnswerType.DEFAULT:
+        for m in _BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
+            out.append((_number_span(m.group("v"), focus), m.start("v"),
+                        1.0 + DEFAULT_STATED * ("default" in focus.terms)))
     asks_default = "default" in focus.focus or "default" in focus.terms
     if t is AnswerType.DEFAULT or asks_default:
         for i, p in enumerate(_DEFAULT_VALUE):
@@ -282,7 +289,9 @@ def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
         if _stems(word.group()) & wanted and not _stems(prev.group()) & wanted:
             w = prev.group()
             if w.lower() not in _ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
-                out.append((w, prev.start(), 0.0))
+                # a lower-case word there may be any adjective ("reserved GPU capacity"):
+                # below a name of the class ("NVIDIA L40S GPUs")
+                out.append((w, prev.start(), -0.3 if w.islower() and w.isalpha() else 0.0))
         if _stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
             out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
     return out
@@ -372,7 +381,8 @@ def _class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     wanted = _stems(word)
     before = sentence[max(0, start - 30):start].split()[-2:]
     after = sentence[end:end + 30].split()[:2]
-    return any(_stems(w) & wanted for w in before + after)
+    inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim
+    return any(_stems(w) & wanted for w in before + after + inside)
 
 
 def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> list[Span]:

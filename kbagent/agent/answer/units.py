@@ -62,7 +62,6 @@ _GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
 TERM_MAX_CHARS = 80
 DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each with its term
 TERM_MAX_WORDS = 8
-SHORT_UNIT_CHARS = 48  # a unit shorter than this is embedded with its heading
 
 
 def _table_row(line: str) -> bool:
@@ -106,11 +105,7 @@ class Unit:
 
     @property
     def meaning(self) -> str:
-        """What the sentence embedder reads for this unit: a short one ("Signal: USR1
-        apachectl -k graceful") with the words of its heading and path, which say what
-        it is about ("Graceful Restart")."""
-        if len(self.text) < SHORT_UNIT_CHARS and not self.gloss:
-            return f"{self.context}: {self.text}".strip(": ")
+        """What the sentence embedder reads for this unit."""
         return f"{self.text} {self.gloss}".strip()
 
 
