@@ -3,9 +3,11 @@ words a user has for "the default" and for a length, the folder's own name as no
 answer, boilerplate repeated on every page, numbers inside identifiers.
 
 Constructed text only (none of it from a held-out folder). Every test here fails on the
-code before this session's change (main at f2db450): a key/value table read as a
-header row, "how long can a password be" read as a duration, "Apache" as the name asked
-for, a page footer ranked like prose, "256" read out of "SHA-256".
+code before this session's change (main at f2db450), but the guards that a normal table
+and a duration keep their reading and the real-KB check of a key/value box (which the old
+reading also answered, from a mislabelled row): a key/value table read as a header row,
+"how long can a password be" read as a duration, "Apache" as the name asked for, a page
+footer ranked like prose, "256" read out of "SHA-256", "iterations" refused.
 """
 
 from __future__ import annotations
@@ -144,11 +146,11 @@ def test_the_class_asked_for_picks_the_name_beside_it():
 
 
 def test_boilerplate_repeated_on_every_page_ranks_below_a_fact():
-    footer = "Copyright 2026 The Example Foundation. Licensed under the Example License 2.0."
-    question = "Which licence version covers the example server?"
+    footer = "Licensed under the Example Server License, version 2.0, by the Example Foundation."
+    question = "Which license version covers the Example Server?"
     cites = [_cite(f"# Page {i}\n\n{footer}\n", n=i, path=f"p{i}.html") for i in range(1, 4)]
-    cites.append(_cite("# Licence\n\nThe example server is covered by licence version 3.1.\n",
-                       n=4, path="licence.html"))
+    cites.append(_cite("# Legal\n\nThe server code is covered by license version 3.1 since "
+                       "2024.\n", n=4, path="legal.html"))
     ranked = score_units(question, [u for c in cites for u in units_of(c)])
     assert ranked[0].unit.n == 4
 
@@ -233,3 +235,33 @@ def test_a_default_keeps_its_thousands_separator_and_an_option_is_no_figure():
     sentence = ("-r: Only allowed in combination with -2 or -5. It sets the number of hash "
                 "rounds (higher is slower; the default is 5,000).")
     assert short_answer(f, sentence) == "5,000"
+
+
+def test_the_counted_noun_may_be_the_users_word(tmp_path: Path):
+    """"How many iterations" asked of a page that says "hash rounds" is answered (it was
+    refused: "iterations" is in no page); a question about a thing no page names is
+    still refused."""
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "hashing.md").write_text(
+        "# Password hashing\n\nThe -r flag sets the number of hash rounds used for the "
+        "SHA-2 algorithms (higher is more secure but slower); the default is 5,000.\n\n"
+        "The -B flag selects bcrypt, which is slower to compute.\n", encoding="utf-8")
+    (src / "benefits.md").write_text(
+        "# Benefits\n\nEmployees choose one of three health insurance plans each year. "
+        "The insurance provider is chosen by the benefits team.\n", encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+
+    def ask(question: str):
+        agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
+                      [KnowledgeBase(settings, "docs")],
+                      AgentConfig(mode="auto", tools="full", short_answer="harness"))
+        return next(e for e in agent.run(question) if isinstance(e, Final)).result
+
+    answered = ask("For SHA-2 password hashes, how many iterations are computed out of the box?")
+    assert not answered.abstained and answered.short_answer.startswith("5,000 [")
+    assert ask("How many iterations does the Argon2 hashing run by default?").abstained

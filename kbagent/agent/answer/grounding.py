@@ -148,9 +148,12 @@ class Grounding:
             if year not in pool:
                 return f"nothing found is about {year}"
         tokens = content_tokens(pool_text.replace("_", " ").replace("/", " "))
+        # the noun a "how many" counts may be the user's word for the sources' ("how
+        # many iterations" for "hash rounds"): a unit that gives a number answers it
+        counted = content_tokens(f.unit) if f.answer_type in VALUE_TYPES else set()
         unknown = [w for w in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]{2,}",
                                                        self.question))
-                   if {t for t in content_tokens(w) & f.terms if len(t) > 1} - tokens
+                   if {t for t in content_tokens(w) & f.terms if len(t) > 1} - tokens - counted
                    and (self.mentioned is None or not self.mentioned(w))]
         # identifying numbers: a ticket, a model, a version ("58817", "KE-400", "3.3")
         numbers = {x for x in numbers_in(self.question) if len(x) >= 3 or "." in x}
