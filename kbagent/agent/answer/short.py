@@ -147,8 +147,10 @@ def _cell_bonus(focus: Focus, sentence: str, start: int) -> float:
     head = sentence[cell_start:start]
     if ":" not in head:
         return 0.0
-    header = head.split(":", 1)[0]
-    if len(header) > 40:
+    header, value = head.split(":", 1)
+    # the cell's value is the span, perhaps after a word or two ("Seats: about 20"), not
+    # a sentence further on ("git log -3: Limits the number of commits to show to 3")
+    if len(header) > 40 or len(value.split()) > 2:
         return 0.0
     words = content_tokens(header)
     asks_who = focus.question.lower().lstrip().startswith("who")
