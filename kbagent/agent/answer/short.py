@@ -290,10 +290,14 @@ def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     for prev, word in itertools.pairwise(words):
         if _stems(word.group()) & wanted and not _stems(prev.group()) & wanted:
             w = prev.group()
+            plain = w.islower() and w.isalpha()
+            # a lower-case word there may be any adjective ("reserved GPU capacity",
+            # "source code"): only for mechanisms whose members are lower-case names
+            # ("bcrypt hashing", "the worker MPM", "gzip compression"), and below a name
+            if plain and not wanted & _LOWER_CASE_CLASSES:
+                continue
             if w.lower() not in _ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
-                # a lower-case word there may be any adjective ("reserved GPU capacity"):
-                # below a name of the class ("NVIDIA L40S GPUs")
-                out.append((w, prev.start(), -0.3 if w.islower() and w.isalpha() else 0.0))
+                out.append((w, prev.start(), -0.3 if plain else 0.0))
         if _stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
             out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
     return out
@@ -357,6 +361,10 @@ _CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
 _NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
                                "some no its their your our my his her first last one".split())
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+_LOWER_CASE_CLASSES = frozenset(content_tokens(
+    "hash hashing algorithm cipher format encoding protocol mpm strategy backend engine "
+    "filter handler module plugin driver scheduler shell editor compression codec tokenizer "
+    "allocator collation"))
 COMMON_SHARE = 0.5  # a name in at least this share of the cited documents is their subject
 
 
