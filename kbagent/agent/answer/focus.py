@@ -344,7 +344,7 @@ def class_word(question: str) -> str:
     sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
     m = _WHICH_PHRASE.search(question)
     if m is not None:
-        words = m.group(1).split()
+        words: list[str] = str(m.group(1)).split()
         for i, w in enumerate(words):
             if w.lower().rstrip("s") in _CLASS_NOUNS or w.lower() in _CLASS_NOUNS:
                 # "GPU model", "hash type": the word before a generic head is the class
@@ -352,7 +352,7 @@ def class_word(question: str) -> str:
                     return words[i - 1]
                 return w
     m = _CLASS_WORD.search(question)
-    return m.group(1) if m else ""
+    return str(m.group(1)) if m else ""
 
 
 # kinds a question for a member of a class ("which option", "what variable") is not,

@@ -281,10 +281,10 @@ def _option_flag(sentence: str, start: int) -> bool:
 def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """The word a sentence puts before the class the question asks for ("bcrypt hashing"
     for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
-    word = class_word(focus.question)
-    if not word:
+    asked = class_word(focus.question)
+    if not asked:
         return []
-    wanted = _stems(word)
+    wanted = _stems(asked)
     out = []
     words = list(_WORD.finditer(sentence))
     for prev, word in itertools.pairwise(words):
