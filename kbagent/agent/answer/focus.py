@@ -28,6 +28,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.phrasing import DEFAULT_INTENT, LENGTH, asks_class
 
 
 class AnswerType(StrEnum):
@@ -193,18 +194,6 @@ _LEAD_CLAUSE = re.compile(
     r"^(?:(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|after|"
     r"before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*)+"
     rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{_AUX})\b)", re.I)
-# a question about what happens when nobody chose: the default, in a user's words ("out
-# of the box", "unless I tell it otherwise", "when I pass no option", "if I never set X")
-_DEFAULT_INTENT = re.compile(
-    r"\bout of the box\b|\bunless (?:(?:i|you|we|someone|it is|it's|they are|you've|i've)\s+)?"
-    r"(?:tell|told|say|said|configure|configured|specify|specified|set|change|changed|"
-    r"ask|asked|choose|chosen|override|overridden)\w*\s+(?:it\s+|so\s+)?otherwise\b|"
-    r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
-    r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
-    r"(?:set|specify|pass|give|choose|change|configure|touch)\b|\bleft (?:at|to) (?:its|the) "
-    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b|"
-    r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
-    r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "
@@ -312,49 +301,6 @@ def named_things(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))
 
 
-# "how long can a password be?", "how long may one line get once ...": a length (a
-# number), not a duration ("how long does it take", "how long is a session kept")
-_LENGTH = re.compile(
-    r"\bhow long (?:may|can|could|should|must|might|will|is|are)\s+(?:(?:a|an|the|one|my|"
-    r"each|any|your)\s+)?(?:(?:[\w-]+\s+){0,6}(?:be|get)(?=\s*(?:[?,]|$|\b(?:if|when|once|"
-    r"before|after|in|on|under|with)\b))|(?:[\w-]+\s+)?(?:line|password|name|string|header|"
-    r"key|path|file ?name|url|uri|message|value|field|label|title|comment|identifier|word|"
-    r"text|query|argument|list|queue|tag)s?\b(?!\s+(?:be\s+)?(?:kept|stored|valid|cached|"
-    r"idle|open|alive|held|retained)))", re.I)
-
-
-# "Which hash does htpasswd use ...": the class the answer belongs to ("hash")
-_CLASS_WORD = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?([\w-]+)\s+(?:does|do|did|is|are|"
-                         r"was|were|will|would|can|could|should|has|have|gets?)\b", re.I)
-_WHICH_PHRASE = re.compile(r"\b(?:which|what)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.I)
-# nouns that name a class of things a name answers ("which environment variable sets")
-_CLASS_NOUNS = frozenset(
-    "name person company team city country tool package module function class method setting "
-    "variable field column table role product service kind type mode strategy algorithm "
-    "format protocol code keyword header string engine backend parameter argument statement "
-    "clause operator encoding character symbol hash cipher directive option flag command "
-    "program file extension handler filter plugin library language signal model".split())
-
-
-_GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
-
-
-def class_word(question: str) -> str:
-    """The class a name question asks for: "variable" in "Which environment variable
-    sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
-    m = _WHICH_PHRASE.search(question)
-    if m is not None:
-        words: list[str] = str(m.group(1)).split()
-        for i, w in enumerate(words):
-            if w.lower().rstrip("s") in _CLASS_NOUNS or w.lower() in _CLASS_NOUNS:
-                # "GPU model", "hash type": the word before a generic head is the class
-                if i and w.lower().rstrip("s") in _GENERIC_HEADS:
-                    return words[i - 1]
-                return w
-    m = _CLASS_WORD.search(question)
-    return str(m.group(1)) if m else ""
-
-
 # kinds a question for a member of a class ("which option", "what variable") is not,
 # whatever words follow it ("... sets the speed", "... limits the size")
 _CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE,
@@ -362,23 +308,14 @@ _CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PR
                            AnswerType.DEFAULT})
 
 
-def _asks_class(q: str) -> bool:
-    """Does the question open with "which/what" and a class noun in its first two words
-    ("Which environment variable ...", "What directive ...")?"""
-    m = re.match(r"^\s*(?:which|what)\s+((?:[\w-]+\s+)?[\w-]+)\s+(?!of\b)", q, re.I)
-    # a code may be a number ("which exit code"): the other rules decide
-    return m is not None and any(w.lower().rstrip("s") in _CLASS_NOUNS - {"code"}
-                                 for w in m.group(1).split())
-
-
 def _kind(q: str) -> AnswerType:
     """The kind of answer a question (without its leading clause) asks for."""
     if _YESNO.match(q):
         return AnswerType.YESNO
-    if _LENGTH.search(q):
+    if LENGTH.search(q):
         return AnswerType.NUMBER
     kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
-    if kind in _CLASS_YIELDS and _asks_class(q):
+    if kind in _CLASS_YIELDS and asks_class(q):
         return AnswerType.NAME  # "Which environment variable sets the speed ...": a name
     if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
@@ -407,7 +344,7 @@ def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
     q = " ".join(question.split())
     terms = frozenset(content_tokens(q) - QUESTION_WORDS)
-    if intent := _DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
+    if intent := DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
         # its words say "the default" ("tell", "otherwise"), not what is asked about
         terms = (terms - content_tokens(intent.group())) | content_tokens("default")
     named = named_things(q)

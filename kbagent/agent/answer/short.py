@@ -17,7 +17,6 @@ source does not (the model, when it picks, picks among these spans under a gramm
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -30,8 +29,20 @@ from kbagent.agent.answer.focus import (
     TYPE_PATTERNS,
     AnswerType,
     Focus,
-    class_word,
     in_question,
+)
+from kbagent.agent.answer.span_rules import (
+    ARTICLE_WORDS,
+    DOTTED,
+    GROUPED,
+    ISO_DATE,
+    STANDARD,
+    WORD,
+    cell_bonus,
+    class_members,
+    class_near,
+    option_flag,
+    stems,
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
@@ -40,7 +51,6 @@ MAX_WORDS = 8  # a short answer is at most this many words
 DEFAULT_STATED = 1.0
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
-_WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 _NUMBER_UNIT = re.compile(
     rf"(?<![\w.])(?<![A-Za-z]-)(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
     rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
@@ -83,8 +93,6 @@ _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|except|unl
 _CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
 # a definition entry whose sentence is about its term ("ort: This is the default ...")
 _TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
-_ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
-                            "that", "which", "be", "in", "on", "for", "with", "by", "at"})
 
 
 @dataclass(frozen=True)
@@ -103,14 +111,8 @@ def _clean(span: str) -> str:
     return span.strip("`")
 
 
-def _stems(word: str) -> set[str]:
-    """A word's stems, a plural's too ("GPUs": "gpu"), identifiers read as words."""
-    word = word.replace("_", " ").strip(".'-")
-    return content_tokens(word) | content_tokens(word.rstrip("s"))
-
-
 def _stems_of(text: str) -> set[str]:
-    return {s for w in text.split() for s in _stems(w)}
+    return {s for w in text.split() for s in stems(w)}
 
 
 def _anchors(focus: Focus, sentence: str) -> list[int]:
@@ -123,8 +125,8 @@ def _anchors(focus: Focus, sentence: str) -> list[int]:
             continue  # an acronym ("GPU", "TTL") is a common noun here, not the subject
         named |= content_tokens(n.replace("_", " ")) | content_tokens(n)
     for wanted in (focus.terms - named, focus.focus, focus.terms):
-        out = [m.start() for m in _WORD.finditer(sentence)
-               if _stems(m.group()) & wanted]
+        out = [m.start() for m in WORD.finditer(sentence)
+               if stems(m.group()) & wanted]
         if out:
             return out
     return []
@@ -138,25 +140,6 @@ def _named_at(focus: Focus, sentence: str) -> list[tuple[int, int]]:
         for m in re.finditer(rf"(?<!\w){re.escape(n.lower())}(?!\w)", low):
             out.append((m.start(), m.end()))
     return out
-
-
-def _cell_bonus(focus: Focus, sentence: str, start: int) -> float:
-    """A span in the cell of a table row ("Header: value; ...") whose header is what the
-    question asks about ("Seats: 20" for "how many seats")."""
-    cell_start = max(sentence.rfind("; ", 0, start) + 2, 0) if "; " in sentence else 0
-    head = sentence[cell_start:start]
-    if ":" not in head:
-        return 0.0
-    header, value = head.split(":", 1)
-    # the cell's value is the span, perhaps after a word or two ("Seats: about 20"), not
-    # a sentence further on ("git log -3: Limits the number of commits to show to 3")
-    if len(header) > 40 or len(value.split()) > 2:
-        return 0.0
-    words = content_tokens(header)
-    asks_who = focus.question.lower().lstrip().startswith("who")
-    if words & focus.terms or (asks_who and "who" in header.lower()):
-        return 0.8
-    return 0.0
 
 
 def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
@@ -174,7 +157,7 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
                 value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
                 at = m.start("v")
-                grouped = _GROUPED.match(sentence, at)  # "5,000": the comma groups digits
+                grouped = GROUPED.match(sentence, at)  # "5,000": the comma groups digits
                 if grouped and value.startswith(grouped.group().split(",")[0]):
                     value = grouped.group() + value[len(grouped.group().split(",")[0]):]
                 # "Default: TraceLog 250": a reference box restates the setting's name
@@ -201,13 +184,13 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                    for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
     if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
         kind = TYPE_PATTERNS[t]
-        dates = [d.span() for d in _ISO_DATE.finditer(sentence)]
+        dates = [d.span() for d in ISO_DATE.finditer(sentence)]
         for m in _NUMBER_UNIT.finditer(sentence):
             text = m.group()
             if any(a <= m.start() < b for a, b in dates):
                 continue  # "2022-02-22": a date, none of its numbers a figure
-            if _option_flag(sentence, m.start()) or _STANDARD.search(sentence[:m.start()]) or (
-                    _DOTTED.match(sentence, m.start())):  # "2.4.10" is a version, not 2.4
+            if option_flag(sentence, m.start()) or STANDARD.search(sentence[:m.start()]) or (
+                    DOTTED.match(sentence, m.start())):  # "2.4.10" is a version, not 2.4
                 continue  # "-2: Use SHA-256 ...", "RFC 5077": a name's number, no figure
             bonus = 0.0
             if t is not AnswerType.NUMBER and kind.search(text):
@@ -241,7 +224,7 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((o, i, 0.0))
         return out
     if t is AnswerType.NAME:
-        out += _class_members(focus, sentence)
+        out += class_members(focus, sentence)
     if pattern is not None:
         year_only = t is AnswerType.DATE and re.search(
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
@@ -257,49 +240,6 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                     continue
                 text = year.group()
             out.append((text, m.start(), 0.0))
-    return out
-
-
-# a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
-_STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SHA|MD|BS|EN|"
-                       r"ITU-T|X)[- ]?$")
-
-
-_DOTTED = re.compile(r"\d+\.\d+\.\d")
-_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)")
-_ISO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
-
-
-def _option_flag(sentence: str, start: int) -> bool:
-    """Is the number at ``start`` signed by a "-" that opens a word: a command-line
-    option ("-2:", "with -2 or -5") or a negative value, whose digits alone would be a
-    figure the source does not state?"""
-    return start > 0 and sentence[start - 1] == "-" and (
-        start == 1 or sentence[start - 2].isspace() or sentence[start - 2] in "([,")
-
-
-def _class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
-    """The word a sentence puts before the class the question asks for ("bcrypt hashing"
-    for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
-    asked = class_word(focus.question)
-    if not asked:
-        return []
-    wanted = _stems(asked)
-    out = []
-    words = list(_WORD.finditer(sentence))
-    for prev, word in itertools.pairwise(words):
-        if _stems(word.group()) & wanted and not _stems(prev.group()) & wanted:
-            w = prev.group()
-            plain = w.islower() and w.isalpha()
-            # a lower-case word there may be any adjective ("reserved GPU capacity",
-            # "source code"): only for mechanisms whose members are lower-case names
-            # ("bcrypt hashing", "the worker MPM", "gzip compression"), and below a name
-            if plain and not wanted & _LOWER_CASE_CLASSES:
-                continue
-            if w.lower() not in _ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
-                out.append((w, prev.start(), -0.3 if plain else 0.0))
-        if _stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
-            out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
     return out
 
 
@@ -319,7 +259,7 @@ def _number_span(text: str, focus: Focus) -> str:
                                              re.I):
         return f"{number}{rest}" if rest == "%" else f"{number} {rest}"
     first = rest.split()[0].lower()
-    if first in _ARTICLE_WORDS or not first.isalpha():
+    if first in ARTICLE_WORDS or not first.isalpha():
         return number
     unit = focus.unit.rstrip("s").lower()
     if unit and first.startswith(unit):
@@ -345,7 +285,7 @@ def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     "Which GPU...": "NVIDIA L40S"); a name that still shares words with the question is
     likely its subject, not its answer ("Edge OS" for "the Kestrel Edge appliance")."""
     def asked(w: str) -> bool:
-        return bool(_stems(w) & qwords)
+        return bool(stems(w) & qwords)
 
     words = text.split()
     shared = sum(1 for w in words if asked(w)) / max(1, len(words))
@@ -354,45 +294,6 @@ def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     while len(words) > 1 and asked(words[0]):
         words.pop(0)
     return " ".join(words), bonus - 0.8 * shared
-
-
-_CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
-# words that come before a class word without naming a member ("the default hash")
-_NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
-                               "some no its their your our my his her first last one".split())
-_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
-_LOWER_CASE_CLASSES = frozenset(content_tokens(
-    "hash hashing algorithm cipher format encoding protocol mpm strategy backend engine "
-    "filter handler module plugin driver scheduler shell editor compression codec tokenizer "
-    "allocator collation"))
-COMMON_SHARE = 0.5  # a name in at least this share of the cited documents is their subject
-
-
-def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
-    """The capitalised words (lower case) that at least half of the cited documents use,
-    three or more of them: the product or project the whole folder is about ("Apache",
-    "SQLite"), which is what every page names, not what a question asks for."""
-    if len(texts_by_document) < 3:
-        return frozenset()
-    counts: dict[str, int] = {}
-    for texts in texts_by_document.values():
-        for w in {m.group().lower() for t in texts for m in _CAPITAL_WORD.finditer(t)}:
-            counts[w] = counts.get(w, 0) + 1
-    need = max(3, COMMON_SHARE * len(texts_by_document))
-    return frozenset(w for w, n in counts.items() if n >= need)
-
-
-def _class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
-    """Is the class the question asks for ("which hash") within two words of the span
-    ("MD5 hashing", "the hash MD5")?"""
-    word = class_word(focus.question)
-    if not word:
-        return False
-    wanted = _stems(word)
-    before = sentence[max(0, start - 30):start].split()[-2:]
-    after = sentence[end:end + 30].split()[:2]
-    inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim
-    return any(_stems(w) & wanted for w in before + after + inside)
 
 
 def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> list[Span]:
@@ -431,7 +332,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
         # closer to the focus is better; words before the span count a little more
         # ("X defaults to 10": the subject comes first)
         near = min((abs(start - a) + (0 if a <= start else 10) for a in anchors), default=200)
-        score = bonus - near / 120.0 - 0.02 * len(words) + _cell_bonus(focus, sentence, start)
+        score = bonus - near / 120.0 - 0.02 * len(words) + cell_bonus(focus, sentence, start)
         end = start + len(raw)
         if t in _NUMERIC and re.search(r"(?:=|\btotal(?: of| is)?:?)\s*$", sentence[:start], re.I):
             score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states
@@ -454,7 +355,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
             score -= 0.5  # "American", "Bangladeshi-British": an adjective, not a name
         if t is AnswerType.NAME and text.lower() in common:
             score -= 0.8  # "Apache" in the Apache manual: the folder's subject
-        if t is AnswerType.NAME and _class_near(focus, sentence, start, end):
+        if t is AnswerType.NAME and class_near(focus, sentence, start, end):
             score += 0.5  # "MD5 hashing" for "which hash"
         if t is AnswerType.NAME and q.lstrip().startswith("who") and re.fullmatch(
                 r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’.-]+){1,3}", text):

@@ -30,7 +30,8 @@ from collections.abc import Callable, Generator, Iterator
 from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
-from kbagent.agent.answer.short import common_names, short_answer, spans, yes_no
+from kbagent.agent.answer.short import short_answer, spans, yes_no
+from kbagent.agent.answer.span_rules import common_names
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import calculation

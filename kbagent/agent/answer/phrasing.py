@@ -1,0 +1,73 @@
+"""How users word documentation questions, for :mod:`~kbagent.agent.answer.focus`: the
+default in a user's words, a length asked as "how long", the class a name question asks
+for ("which environment variable ...").
+
+Rules about English questions only, none about a document set.
+"""
+
+from __future__ import annotations
+
+import re
+
+# a question about what happens when nobody chose: the default, in a user's words ("out
+# of the box", "unless I tell it otherwise", "when I pass no option", "if I never set X")
+DEFAULT_INTENT = re.compile(
+    r"\bout of the box\b|\bunless (?:(?:i|you|we|someone|it is|it's|they are|you've|i've)\s+)?"
+    r"(?:tell|told|say|said|configure|configured|specify|specified|set|change|changed|"
+    r"ask|asked|choose|chosen|override|overridden)\w*\s+(?:it\s+|so\s+)?otherwise\b|"
+    r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
+    r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
+    r"(?:set|specify|pass|give|choose|change|configure|touch)\b|\bleft (?:at|to) (?:its|the) "
+    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b|"
+    r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
+    r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
+# "how long can a password be?", "how long may one line get once ...": a length (a
+# number), not a duration ("how long does it take", "how long is a session kept")
+LENGTH = re.compile(
+    r"\bhow long (?:may|can|could|should|must|might|will|is|are)\s+(?:(?:a|an|the|one|my|"
+    r"each|any|your)\s+)?(?:(?:[\w-]+\s+){0,6}(?:be|get)(?=\s*(?:[?,]|$|\b(?:if|when|once|"
+    r"before|after|in|on|under|with)\b))|(?:[\w-]+\s+)?(?:line|password|name|string|header|"
+    r"key|path|file ?name|url|uri|message|value|field|label|title|comment|identifier|word|"
+    r"text|query|argument|list|queue|tag)s?\b(?!\s+(?:be\s+)?(?:kept|stored|valid|cached|"
+    r"idle|open|alive|held|retained)))", re.I)
+
+
+# "Which hash does htpasswd use ...": the class the answer belongs to ("hash")
+_CLASS_WORD = re.compile(r"\b(?:which|what)\s+(?:[\w-]+\s+)?([\w-]+)\s+(?:does|do|did|is|are|"
+                         r"was|were|will|would|can|could|should|has|have|gets?)\b", re.I)
+_WHICH_PHRASE = re.compile(r"\b(?:which|what)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.I)
+# nouns that name a class of things a name answers ("which environment variable sets")
+CLASS_NOUNS = frozenset(
+    "name person company team city country tool package module function class method setting "
+    "variable field column table role product service kind type mode strategy algorithm "
+    "format protocol code keyword header string engine backend parameter argument statement "
+    "clause operator encoding character symbol hash cipher directive option flag command "
+    "program file extension handler filter plugin library language signal model".split())
+
+
+_GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
+
+
+def class_word(question: str) -> str:
+    """The class a name question asks for: "variable" in "Which environment variable
+    sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
+    m = _WHICH_PHRASE.search(question)
+    if m is not None:
+        words: list[str] = str(m.group(1)).split()
+        for i, w in enumerate(words):
+            if w.lower().rstrip("s") in CLASS_NOUNS or w.lower() in CLASS_NOUNS:
+                # "GPU model", "hash type": the word before a generic head is the class
+                if i and w.lower().rstrip("s") in _GENERIC_HEADS:
+                    return words[i - 1]
+                return w
+    m = _CLASS_WORD.search(question)
+    return str(m.group(1)) if m else ""
+
+
+def asks_class(q: str) -> bool:
+    """Does the question open with "which/what" and a class noun in its first two words
+    ("Which environment variable ...", "What directive ...")?"""
+    m = re.match(r"^\s*(?:which|what)\s+((?:[\w-]+\s+)?[\w-]+)\s+(?!of\b)", q, re.I)
+    # a code may be a number ("which exit code"): the other rules decide
+    return m is not None and any(w.lower().rstrip("s") in CLASS_NOUNS - {"code"}
+                                 for w in m.group(1).split())

@@ -1,0 +1,125 @@
+"""Which spans of a source sentence can be an answer, for :mod:`~kbagent.agent.answer.short`:
+the member of the class a question asks for ("MD5 hashing" for "which hash"), names
+every cited document uses (the folder's own subject), a table cell's header, and the
+numbers that are no figures (an option "-5", "RFC 5077", a version "2.4.10", a date).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.focus import Focus
+from kbagent.agent.answer.phrasing import class_word
+
+WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
+ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
+                            "that", "which", "be", "in", "on", "for", "with", "by", "at"})
+
+
+def stems(word: str) -> set[str]:
+    """A word's stems, a plural's too ("GPUs": "gpu"), identifiers read as words."""
+    word = word.replace("_", " ").strip(".'-")
+    return content_tokens(word) | content_tokens(word.rstrip("s"))
+
+
+def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
+    """A span in the cell of a table row ("Header: value; ...") whose header is what the
+    question asks about ("Seats: 20" for "how many seats")."""
+    cell_start = max(sentence.rfind("; ", 0, start) + 2, 0) if "; " in sentence else 0
+    head = sentence[cell_start:start]
+    if ":" not in head:
+        return 0.0
+    header, value = head.split(":", 1)
+    # the cell's value is the span, perhaps after a word or two ("Seats: about 20"), not
+    # a sentence further on ("git log -3: Limits the number of commits to show to 3")
+    if len(header) > 40 or len(value.split()) > 2:
+        return 0.0
+    words = content_tokens(header)
+    asks_who = focus.question.lower().lstrip().startswith("who")
+    if words & focus.terms or (asks_who and "who" in header.lower()):
+        return 0.8
+    return 0.0
+
+
+# a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
+STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SHA|MD|BS|EN|"
+                       r"ITU-T|X)[- ]?$")
+
+
+DOTTED = re.compile(r"\d+\.\d+\.\d")
+GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)")
+ISO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
+
+
+def option_flag(sentence: str, start: int) -> bool:
+    """Is the number at ``start`` signed by a "-" that opens a word: a command-line
+    option ("-2:", "with -2 or -5") or a negative value, whose digits alone would be a
+    figure the source does not state?"""
+    return start > 0 and sentence[start - 1] == "-" and (
+        start == 1 or sentence[start - 2].isspace() or sentence[start - 2] in "([,")
+
+
+def class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """The word a sentence puts before the class the question asks for ("bcrypt hashing"
+    for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
+    asked = class_word(focus.question)
+    if not asked:
+        return []
+    wanted = stems(asked)
+    out = []
+    words = list(WORD.finditer(sentence))
+    for prev, word in itertools.pairwise(words):
+        if stems(word.group()) & wanted and not stems(prev.group()) & wanted:
+            w = prev.group()
+            plain = w.islower() and w.isalpha()
+            # a lower-case word there may be any adjective ("reserved GPU capacity",
+            # "source code"): only for mechanisms whose members are lower-case names
+            # ("bcrypt hashing", "the worker MPM", "gzip compression"), and below a name
+            if plain and not wanted & _LOWER_CASE_CLASSES:
+                continue
+            if w.lower() not in ARTICLE_WORDS and w.lower() not in _NOT_CLASS_MEMBERS:
+                out.append((w, prev.start(), -0.3 if plain else 0.0))
+        if stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
+            out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
+    return out
+
+
+_CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
+# words that come before a class word without naming a member ("the default hash")
+_NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
+                               "some no its their your our my his her first last one".split())
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+_LOWER_CASE_CLASSES = frozenset(content_tokens(
+    "hash hashing algorithm cipher format encoding protocol mpm strategy backend engine "
+    "filter handler module plugin driver scheduler shell editor compression codec tokenizer "
+    "allocator collation"))
+COMMON_SHARE = 0.5  # a name in at least this share of the cited documents is their subject
+
+
+def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
+    """The capitalised words (lower case) that at least half of the cited documents use,
+    three or more of them: the product or project the whole folder is about ("Apache",
+    "SQLite"), which is what every page names, not what a question asks for."""
+    if len(texts_by_document) < 3:
+        return frozenset()
+    counts: dict[str, int] = {}
+    for texts in texts_by_document.values():
+        for w in {m.group().lower() for t in texts for m in _CAPITAL_WORD.finditer(t)}:
+            counts[w] = counts.get(w, 0) + 1
+    need = max(3, COMMON_SHARE * len(texts_by_document))
+    return frozenset(w for w, n in counts.items() if n >= need)
+
+
+def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
+    """Is the class the question asks for ("which hash") within two words of the span
+    ("MD5 hashing", "the hash MD5")?"""
+    word = class_word(focus.question)
+    if not word:
+        return False
+    wanted = stems(word)
+    before = sentence[max(0, start - 30):start].split()[-2:]
+    after = sentence[end:end + 30].split()[:2]
+    inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim
+    return any(stems(w) & wanted for w in before + after + inside)
