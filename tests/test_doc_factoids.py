@@ -266,3 +266,11 @@ def test_the_counted_noun_may_be_the_users_word(tmp_path: Path):
     answered = ask("For SHA-2 password hashes, how many iterations are computed out of the box?")
     assert not answered.abstained and answered.short_answer.startswith("5,000 [")
     assert ask("How many iterations does the Argon2 hashing run by default?").abstained
+
+
+def test_the_name_of_something_asks_for_no_class():
+    from kbagent.agent.answer.phrasing import class_word
+
+    assert class_word("What was the name of the 1996 adaptation of the play?") == ""
+    assert class_word("Which GPU model does the appliance use?") == "GPU"
+    assert class_word("Which hash does htpasswd use?") == "hash"

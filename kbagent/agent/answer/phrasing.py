@@ -45,6 +45,8 @@ CLASS_NOUNS = frozenset(
     "program file extension handler filter plugin library language signal model".split())
 
 
+_FUNCTION_WORDS = frozenset("is are was were does do did the a an of can could will would "
+                            "should has have had may might must".split())
 _GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
 
 
@@ -53,12 +55,14 @@ def class_word(question: str) -> str:
     sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
     m = _WHICH_PHRASE.search(question)
     if m is not None:
-        words: list[str] = str(m.group(1)).split()
+        # "What was the name of ...": function words are no class
+        words = [w for w in str(m.group(1)).split() if w.lower() not in _FUNCTION_WORDS]
         for i, w in enumerate(words):
             if w.lower().rstrip("s") in CLASS_NOUNS or w.lower() in CLASS_NOUNS:
-                # "GPU model", "hash type": the word before a generic head is the class
-                if i and w.lower().rstrip("s") in _GENERIC_HEADS:
-                    return words[i - 1]
+                # "GPU model", "hash type": the word before a generic head is the class;
+                # a generic head alone ("the name of the film") names none
+                if w.lower().rstrip("s") in _GENERIC_HEADS:
+                    return words[i - 1] if i else ""
                 return w
     m = _CLASS_WORD.search(question)
     return str(m.group(1)) if m else ""
