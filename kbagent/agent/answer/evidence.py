@@ -125,6 +125,11 @@ class SentenceVectors:
         return [float(self.vectors[t] @ q) for t in texts]
 
 
+def same_text(text: str) -> str:
+    """``text`` as compared for "the same words": lower case, whitespace collapsed."""
+    return " ".join(text.lower().split())
+
+
 def _words(stems: Iterable[str]) -> set[str]:
     return {x for t in stems for x in content_tokens(t.replace("_", " "))}
 
@@ -159,11 +164,12 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     ranks = ranks or {}
     # a unit that three or more chunks repeat word for word is boilerplate (a page footer,
     # a licence line, a navigation bar), never the one that states a fact
+    keys = [same_text(u.text) for u in units]
     chunks_of: dict[str, set[int]] = {}
-    for u in units:
-        chunks_of.setdefault(" ".join(u.text.lower().split()), set()).add(u.n)
+    for u, key in zip(units, keys, strict=True):
+        chunks_of.setdefault(key, set()).add(u.n)
     lexical = []
-    for u, tok, ctx in zip(units, tokens, ctx_tokens, strict=True):
+    for u, tok, ctx, key in zip(units, tokens, ctx_tokens, keys, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_of_answer(question, u.text)
@@ -174,7 +180,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         present = (own + extra) / (total - gone) if total > gone else 0.0
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
-        if len(chunks_of[" ".join(u.text.lower().split())]) >= BOILERPLATE_CHUNKS:
+        if len(chunks_of[key]) >= BOILERPLATE_CHUNKS:
             score -= BOILERPLATE_PENALTY
         if kind is False:  # no value of the kind asked for: it cannot state the fact
             score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3
@@ -203,7 +209,7 @@ def best_evidence(question: str, citations: list[Citation], limit: int = 6,
     count: dict[int, int] = {}
     seen: set[str] = set()
     for s in score_units(question, gather_units(citations), ranks, vectors):
-        key = " ".join(s.unit.text.lower().split())
+        key = same_text(s.unit.text)
         if count.get(s.unit.n, 0) >= per_chunk or key in seen:
             continue
         picked.append(s)
@@ -273,12 +279,12 @@ def missing_facts(sentence: str, evidence: str, extra_numbers: set[str] | None =
     """The facts of ``sentence`` that ``evidence`` (the cited text) does not contain;
     ``extra_numbers`` are numbers the harness computed (calculator results)."""
     have_numbers = numbers_in(evidence) | (extra_numbers or set())
-    low = " ".join(evidence.lower().split())
+    low = same_text(evidence)
     missing = []
     for f in facts_of(sentence):
         if _NUMBER.fullmatch(f):
             if _norm_number(f) not in have_numbers:
                 missing.append(f)
-        elif " ".join(f.lower().split()) not in low:
+        elif same_text(f) not in low:
             missing.append(f)
     return missing

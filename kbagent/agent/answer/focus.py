@@ -28,7 +28,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.phrasing import DEFAULT_INTENT, LENGTH, asks_class
+from kbagent.agent.answer.phrasing import DEFAULT_INTENT, LENGTH, asks_class, class_word
 
 
 class AnswerType(StrEnum):
@@ -222,6 +222,7 @@ class Focus:
     unit: str = ""  # "days" for "how many days", "" when none is asked for
     options: tuple[str, ...] = ()
     negated: bool = False  # the question itself is negative ("isn't", "not")
+    class_noun: str = ""  # the class a name is asked for ("hash" in "Which hash ..."), or ""
 
     @property
     def wants_fact(self) -> bool:
@@ -366,4 +367,4 @@ def focus_of(question: str) -> Focus:
         focus |= content_tokens(unit)
     negated = re.search(r"\b(?:not|never|no)\b|n't\b", q, re.I) is not None
     return Focus(q, terms, frozenset(focus & (terms | content_tokens(" ".join(named)))),
-                 named, kind, unit, options, negated)
+                 named, kind, unit, options, negated, class_word(q))

@@ -34,7 +34,6 @@ from kbagent.agent.answer.focus import (
 from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
     DOTTED,
-    GROUPED,
     ISO_DATE,
     STANDARD,
     WORD,
@@ -55,10 +54,12 @@ _NUMBER_UNIT = re.compile(
     rf"(?<![\w.])(?<![A-Za-z]-)(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
     rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
     re.IGNORECASE)
+# a word of a default's value: no comma ends it that groups digits ("the default is 5,000")
+_V = r"(?:[^\s,;]|(?<=\d),(?=\d{3}(?!\d)))+"
 _DEFAULT_VALUE = [
     # "defaults to 10", "the default is 128", "default value of X is Y", "default: Y"
     re.compile(r"\bdefaults?\s*(?:value\s*)?(?:(?:of|for)\s+[^,.;]{1,40}?\s+)?"
-               r"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,3})",
+               rf"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>{_V}(?:\s+{_V}){{0,3}})",
                re.I),
     # "10 by default", "set to 10 by default"
     re.compile(r"(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
@@ -146,20 +147,17 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """(span, offset, bonus) of the kind asked for, before ranking."""
     t = focus.answer_type
     out: list[tuple[str, int, float]] = []
+    asks_default = "default" in focus.focus or "default" in focus.terms
     if t in _NUMERIC and t is not AnswerType.DEFAULT:
         for m in _BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
             out.append((_number_span(m.group("v"), focus), m.start("v"),
-                        1.0 + DEFAULT_STATED * ("default" in focus.terms)))
-    asks_default = "default" in focus.focus or "default" in focus.terms
+                        1.0 + DEFAULT_STATED * asks_default))
     if t is AnswerType.DEFAULT or asks_default:
         for i, p in enumerate(_DEFAULT_VALUE):
             for m in p.finditer(sentence):
                 # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
                 value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
                 at = m.start("v")
-                grouped = GROUPED.match(sentence, at)  # "5,000": the comma groups digits
-                if grouped and value.startswith(grouped.group().split(",")[0]):
-                    value = grouped.group() + value[len(grouped.group().split(",")[0]):]
                 # "Default: TraceLog 250": a reference box restates the setting's name
                 # before its value (the configuration syntax)
                 named = _SETTING_FIRST.match(value)

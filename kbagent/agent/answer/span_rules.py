@@ -11,7 +11,6 @@ import re
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.focus import Focus
-from kbagent.agent.answer.phrasing import class_word
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
@@ -49,7 +48,6 @@ STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SH
 
 
 DOTTED = re.compile(r"\d+\.\d+\.\d")
-GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)")
 ISO_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 
 
@@ -64,10 +62,9 @@ def option_flag(sentence: str, start: int) -> bool:
 def class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """The word a sentence puts before the class the question asks for ("bcrypt hashing"
     for "which hash", "the worker MPM" for "which MPM"): a name even in lower case."""
-    asked = class_word(focus.question)
-    if not asked:
+    if not focus.class_noun:
         return []
-    wanted = stems(asked)
+    wanted = stems(focus.class_noun)
     out = []
     words = list(WORD.finditer(sentence))
     for prev, word in itertools.pairwise(words):
@@ -115,10 +112,9 @@ def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
 def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the class the question asks for ("which hash") within two words of the span
     ("MD5 hashing", "the hash MD5")?"""
-    word = class_word(focus.question)
-    if not word:
+    if not focus.class_noun:
         return False
-    wanted = stems(word)
+    wanted = stems(focus.class_noun)
     before = sentence[max(0, start - 30):start].split()[-2:]
     after = sentence[end:end + 30].split()[:2]
     inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim

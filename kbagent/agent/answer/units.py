@@ -69,9 +69,6 @@ def _table_row(line: str) -> bool:
     the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
     return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
 
-KEY_VALUE = "\0key-value"  # a table of label/value rows: no header row
-
-
 def _label_row(cells: list[str]) -> bool:
     """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
     Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
@@ -227,7 +224,6 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
     html = suffix in HTML_SUFFIXES
     header: list[str] = []
-    about = ""  # a key/value table's first value
     pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
 
     for i, line in enumerate(lines):
@@ -248,21 +244,17 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cells = _cells(line)
             if not any(cells):
                 continue
-            if not header and _label_row(cells):
-                header = [KEY_VALUE]  # no header row: every row says what it is
-                about = cells[1]  # what the rows describe ("Limits the size of ...")
-            if header == [KEY_VALUE]:
-                if _label_row(cells):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
-                    text = f"{cells[0]} {cells[1]}" if cells[1] else cells[0]
-                else:
-                    text = "; ".join(x for x in cells if x)
+            if not header:
+                header = cells  # a label/value table's first row is a row of its own
+                if not _label_row(cells):
+                    continue
+            if _label_row(header):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
+                text = (f"{cells[0]} {cells[1]}".strip() if _label_row(cells)
+                        else "; ".join(x for x in cells if x))
                 # every row is about the thing the first one describes: its words rank
                 # the others ("Default: LimitRequestFieldSize 8190" is about header size)
-                gloss = about if text != f"{cells[0]} {about}" else ""
+                gloss = header[1] if cells is not header else ""
                 cut.add(text, UnitKind.ROW, f"{cells[0].rstrip(':')} {gloss}".strip(), gloss)
-                continue
-            if not header:
-                header = cells
                 continue
             if len(header) == len(cells):
                 text = "; ".join(f"{h}: {v}" if h else v
