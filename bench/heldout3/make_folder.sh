@@ -20,23 +20,7 @@ SRC=/usr/share/doc/apache2-doc/manual/en
 EXCLUDE=(sitemap.html mod/directives.html mod/quickreference.html mod/overrides.html)
 DEST="${1:-$(cd "$(dirname "$0")/../.." && pwd)/bench/out/heldout3/apache2-doc}"
 
-if [[ ! -f "$SRC/mod/core.html" ]]; then
-    echo "make_folder: $SRC/mod/core.html is missing: installing $PKG" >&2
-    install=(apt-get install -y --no-install-recommends "$PKG")
-    if [[ $(id -u) -eq 0 ]]; then
-        "${install[@]}" >&2 || { apt-get update >&2 && "${install[@]}" >&2; }
-    else
-        sudo "${install[@]}" >&2
-    fi
-fi
-mkdir -p "$DEST"
-(cd "$SRC" && find . -type f -name '*.html' -print0) |
-    while IFS= read -r -d '' f; do
-        rel=${f#./}
-        for x in "${EXCLUDE[@]}"; do [[ "$rel" == "$x" ]] && continue 2; done
-        mkdir -p "$DEST/$(dirname "$rel")"
-        cp -p "$SRC/$rel" "$DEST/$rel"
-    done
-count=$(find "$DEST" -type f -name '*.html' | wc -l)
-echo "make_folder: $count HTML files from $(dpkg-query -W -f="$PKG \${Version}" "$PKG" 2>/dev/null || echo "$SRC")" >&2
-echo "$DEST"
+MARKER=mod/core.html
+# shellcheck source=../doc_folder.sh
+source "$(dirname "$0")/../doc_folder.sh"
+copy_doc_pages
