@@ -27,7 +27,7 @@ import numpy as np
 
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.focus import QUESTION_WORDS as QUESTION_WORDS  # re-exported
-from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
+from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, exact, focus_of
 from kbagent.agent.answer.units import Unit as Unit
 from kbagent.agent.answer.units import units_of as units_of
 
@@ -144,8 +144,12 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     # identifiers read as words, as in the units (memo_cache: "memo", "cache"); not the
     # s of "Kestrel's" (a CJK character is a word)
     terms = {t for t in _words(f.terms) if len(t) > 1 or not (t.isascii() and t.isalpha())}
+    if f.answer_type is AnswerType.DEFAULT and len(terms) > 1:
+        # "default" says the kind of answer, which the kind's own weight counts (a
+        # manual's "line_length_limit (2048)" states a default without the word)
+        terms.discard("default")
     focus = _words(f.focus)
-    named = [n.lower() for n in f.named if len(n) > 2]
+    named = [exact(n.lower()) for n in f.named if len(n) > 2]
     if not terms or not units:
         return []
     # identifiers read as words: MAX_DELAY_S holds "delay"
@@ -174,7 +178,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         extra = sum(0.5 * idf[t] for t in terms if t not in tok and t in ctx)
         kind = kind_of_answer(question, u.text)
         low = u.text.lower()
-        own += kind_weight * sum(1 for x in named if x in low)  # "memo_cache" verbatim
+        own += kind_weight * sum(1 for x in named if x.search(low))  # "memo_cache" verbatim
         raw = (own + extra + (kind_weight if kind else 0.0)) / total
         coverage = min(1.0, raw)
         present = (own + extra) / (total - gone) if total > gone else 0.0

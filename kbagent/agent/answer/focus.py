@@ -61,8 +61,9 @@ MONTH = (r"(?:January|February|March|April|May|June|July|August|September|Octobe
 
 # what a unit of each kind looks like in a source sentence
 TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
-    AnswerType.NUMBER: re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)*(?![\w.]\d)|\b(?:two|three|"
-                                  r"four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
+    # not the section of a manual page ("postscreen(8)")
+    AnswerType.NUMBER: re.compile(r"(?<![\w.])(?<!\w\()\d[\d,]*(?:\.\d+)*(?![\w.]\d)|"
+                                  r"\b(?:two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|"
                                   r"thousand|million|billion)\b(?!\s+(?:or|of)\b)|"
                                   # "one" as a count ("only one worker"), not the pronoun
                                   # or determiner ("One way to ...", "the one that")
@@ -93,7 +94,9 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"(?<![\w/])(?!and/|or/)[a-z_][\w.-]*(?:/[\w.@+-]{2,})+|"
                                 r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
                                 r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
+    # a manual page's "line_length_limit (2048)": a parameter with its default
     AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
+                                   r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\s+\([^()\s][^()]{0,40}\)|"
                                    r"\bif (?:not |omitted|unspecified|absent|no )", re.I),
     AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"
                                 r"[A-Z][\w'&.-]*)*|`[^`]+`|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
@@ -116,10 +119,14 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
     # an exit status is a number ("return 125"), not an error's name
     (re.compile(r"\bexit (?:code|status)(?:es|s)?\b", re.I), AnswerType.NUMBER),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
-                r"status code|return code|exit code|signal|warning|message code|message id)s?\b"
+                r"status code|return code|exit code|signal|warning|message code|message id|"
+                r"response code|reply code)s?\b"
                 r"(?!\s+(?:rate|ratio|count|budget|threshold|level|percentage|share)s?\b)|"
                 r"\b(?:raises?|throws?)\b|\berror (?:code|name)\b|"
-                r"\b(?:what|which)\s+HTTP (?:status|response|code)\b", re.I),
+                r"\b(?:what|which)\s+HTTP (?:status|response|code)\b|"
+                # "what reply does the server send": a status code (and its text)
+                r"\b(?:what|which)\s+(?:\w+\s+)?(?:reply|response)\s+(?:does|do|will|would)\b"
+                r"[^?]*\b(?:send|return|give)s?\b", re.I),
      AnswerType.ERROR),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
                 r"name|string|tag|key|id|notes?|date|day)\b)|"
@@ -132,9 +139,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
     (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
     (re.compile(r"\bhow (?:long|often|soon|frequently)\b|\bhow much time\b|\b(?:shortest|longest|"
-                r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+)?(?:time|wait)\b|"
+                r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+){0,3}(?:time|wait)\b|"
                 r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:timeout|"
-                r"interval|duration|delay|period|lifetime|ttl|backoff)\b|"
+                r"interval|duration|delay|period|lifetime|ttl|backoff|window)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),
     (re.compile(r"^\s*when\b|\b(?<!of )(?:what|which)\s+(?:[\w'-]+\s+){0,4}(?<!per )(?<!a )"
@@ -142,7 +149,9 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
                 r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
      AnswerType.DATE),
-    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|file|"
+    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|"
+                # "what file permissions", "which file size": an attribute, no path
+                r"file(?!\s+(?:permissions?|modes?|size|sizes|owner|ownership|format|type)\b)|"
                 r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
                 r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed)\b|"
                 r"\bwhere\b.*\b(?:file|folder|directory|log|logs|config|cache|data|socket|"
@@ -156,7 +165,8 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
                 r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
-                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port)\b|"
+                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port|"
+                r"permissions)\b|"
                 r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
                 r"many times)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
                 r"(?:lowest|highest|fewest)\b", re.I),
@@ -247,6 +257,15 @@ class Focus:
             return re.search(rf"\d[\d,.]*\s*{unit}", text, re.I) is not None or bool(
                 pattern.search(text))
         return pattern.search(text) is not None
+
+
+def exact(name: str) -> re.Pattern[str]:
+    """``name`` as a whole (or its plural): "line_length_limit" is not in
+    "smtp_line_length_limit" (a longer identifier that contains it names another
+    thing), nor "TLS" in "TLSv1"."""
+    lead = r"(?<![\w-])" if re.match(r"\w", name) else ""
+    tail = r"(?:e?s)?(?![\w-])" if re.search(r"\w$", name) else ""  # "MPMs" names MPM
+    return re.compile(f"{lead}{re.escape(name)}{tail}")
 
 
 def in_question(span: str, question: str) -> bool:

@@ -48,6 +48,9 @@ CLASS_NOUNS = frozenset(
 _FUNCTION_WORDS = frozenset("is are was were does do did the a an of can could will would "
                             "should has have had may might must".split())
 _GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
+# nouns after a class noun that make it an attribute's qualifier ("file permissions")
+_ATTRIBUTE_HEADS = frozenset("permissions permission size sizes owner ownership mode modes "
+                             "length count limit limits number".split())
 
 
 def class_word(question: str) -> str:
@@ -72,6 +75,10 @@ def asks_class(q: str) -> bool:
     """Does the question open with "which/what" and a class noun in its first two words
     ("Which environment variable ...", "What directive ...")?"""
     m = re.match(r"^\s*(?:which|what)\s+((?:[\w-]+\s+)?[\w-]+)\s+(?!of\b)", q, re.I)
-    # a code may be a number ("which exit code"): the other rules decide
-    return m is not None and any(w.lower().rstrip("s") in CLASS_NOUNS - {"code"}
-                                 for w in m.group(1).split())
+    if m is None:
+        return False
+    words = [w.lower() for w in m.group(1).split()] + [""]
+    # a code may be a number ("which exit code"): the other rules decide; in "what file
+    # permissions" the class noun only qualifies the attribute asked for
+    return any(w.rstrip("s") in CLASS_NOUNS - {"code"} and words[i + 1] not in _ATTRIBUTE_HEADS
+               for i, w in enumerate(words[:-1]))

@@ -22,6 +22,12 @@ import re
 from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.defaults import (
+    BY_DEFAULT_NUMBER,
+    DEFAULT_STATED,
+    asks_default,
+    stated_defaults,
+)
 from kbagent.agent.answer.focus import (
     MONTH,
     SIZE_UNITS,
@@ -41,50 +47,30 @@ from kbagent.agent.answer.span_rules import (
     class_members,
     class_near,
     option_flag,
+    path_kind,
+    qualified,
     stems,
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
-# a value a source states as the default, when the question asks for the default: more
-# than any figure of the right unit nearby ("never set it to less than 10 seconds")
-DEFAULT_STATED = 1.0
+# kinds of answer known by their form (a default's value must have it too)
+_FORMED = (AnswerType.VERSION, AnswerType.DATE, AnswerType.PATH, AnswerType.ERROR)
+QUALIFIED = 2 * DEFAULT_STATED + 0.5  # the value under the question's condition
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
 _NUMBER_UNIT = re.compile(
-    rf"(?<![\w.])(?<![A-Za-z]-)(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
+    rf"(?<![\w.])(?<![A-Za-z]-)(?<!\w\()(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
     rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
     re.IGNORECASE)
-# a word of a default's value: no comma ends it that groups digits ("the default is 5,000")
-_V = r"(?:[^\s,;]|(?<=\d),(?=\d{3}(?!\d)))+"
-_DEFAULT_VALUE = [
-    # "defaults to 10", "the default is 128", "default value of X is Y", "default: Y"
-    re.compile(r"\bdefaults?\s*(?:value\s*)?(?:(?:of|for)\s+[^,.;]{1,40}?\s+)?"
-               rf"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>{_V}(?:\s+{_V}){{0,3}})",
-               re.I),
-    # "10 by default", "set to 10 by default"
-    re.compile(r"(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
-    # "(simple is the new default)", "Y is the default"
-    re.compile(r"(?<![\w.-])(?P<v>(?!(?:this|that|it|which|what|there|these|those|who)\b)[^\s,;(]+"
-               r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"
-               r"default\b", re.I),
-    # "if omitted, ... is Y", "when unspecified Y is used"
-    re.compile(r"\bif (?:omitted|unspecified|absent|not (?:given|specified|set|supplied)),?\s+"
-               r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
-               r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
-]
-# a setting's name before its value: CamelCase or an identifier, then the value
-_SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_.][\w.]+)"
-                            r"\s+(?=\S)")
-# "by default up to 4 attempts", "by default, 30 seconds": a figure after "by default"
-_BY_DEFAULT_NUMBER = re.compile(r"\bby default,?\s+(?:(?:up to|at most|at least|about)\s+)?"
-                                r"(?P<v>\d[\d,.]*(?:\s?[A-Za-z%]+)?)", re.I)
 _CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Friday|"
                        r"Saturday|Sunday)\b")
 _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
                         r"almost|approximately|up to|at least|at most)\s+$", re.I)
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?:an|ese|ish|i|ch)$")
-_KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
+# where a sentence's clauses part (a yes/no is read from one of them)
+_CLAUSES = re.compile(r",?\s+(?:but|although|though|whereas|however|except that)\s+|;\s+|"
+                      r"\s+[-–—]\s+", re.I)
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
 _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
 # a span right after these is what the fact is not ("INTEGER affinity, not REAL")
@@ -147,31 +133,13 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     """(span, offset, bonus) of the kind asked for, before ranking."""
     t = focus.answer_type
     out: list[tuple[str, int, float]] = []
-    asks_default = "default" in focus.focus or "default" in focus.terms
+    asks = asks_default(focus, sentence)
     if t in _NUMERIC and t is not AnswerType.DEFAULT:
-        for m in _BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
+        for m in BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
             out.append((_number_span(m.group("v"), focus), m.start("v"),
-                        1.0 + DEFAULT_STATED * asks_default))
-    if t is AnswerType.DEFAULT or asks_default:
-        for i, p in enumerate(_DEFAULT_VALUE):
-            for m in p.finditer(sentence):
-                # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
-                value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
-                at = m.start("v")
-                # "Default: TraceLog 250": a reference box restates the setting's name
-                # before its value (the configuration syntax)
-                named = _SETTING_FIRST.match(value)
-                if named and sentence[:at].rstrip().endswith(":"):
-                    name = named.group().strip()
-                    value, at = value[named.end():], at + named.end()
-                    # "x (Unix) ErrorLog y (Windows)": the name again starts another value
-                    value = re.split(rf"\s+{re.escape(name)}\b", value)[0]
-                out.append((value, at, 1.0 - 0.1 * i + DEFAULT_STATED * asks_default))
-        names = {n.rstrip("=").lower() for n in focus.named} | {
-            w.lower() for w in re.findall(r"[A-Za-z_]\w*", focus.question)}
-        for m in _KWARG.finditer(sentence):
-            if m.group("k").lower() in names:
-                out.append((m.group("v"), m.start("v"), 1.2))
+                        1.0 + DEFAULT_STATED * asks))
+    if t is AnswerType.DEFAULT or asks:
+        out += stated_defaults(focus, sentence, asks)
         if t is AnswerType.DEFAULT:
             # a default is often a number: those spans count too, a little less
             for m in _NUMBER_UNIT.finditer(sentence):
@@ -180,6 +148,10 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
         if t in _NUMERIC:  # a number (or a duration...) is asked for: the value must be one
             out = [(_number_span(n.group(), focus), start + n.start(), bonus)
                    for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
+        elif t in _FORMED:  # "since which release ... by default": a default that is no
+            kind = TYPE_PATTERNS[t]  # version ("the default is >=TLSv1") is not the answer
+            out = [(n.group(), start + n.start(), bonus)
+                   for text, start, bonus in out if (n := kind.search(text))]
     if t in (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT):
         kind = TYPE_PATTERNS[t]
         dates = [d.span() for d in ISO_DATE.finditer(sentence)]
@@ -237,6 +209,8 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 if year is None:
                     continue
                 text = year.group()
+            if t is AnswerType.PATH and not path_kind(focus, text):
+                continue  # "-p" is no directory, "/var/spool" no option
             out.append((text, m.start(), 0.0))
     return out
 
@@ -307,6 +281,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
     seen: set[str] = set()
     out: list[Span] = []
     qwords = content_tokens(focus.question)
+    after = qualified(focus.question, sentence)
     for raw, start, bonus in _raw_spans(focus, sentence):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
@@ -336,6 +311,10 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
             score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states
         if _NOT_BEFORE.search(sentence[max(0, start - 20):start]):
             score -= 0.6  # "INTEGER affinity, not REAL affinity": REAL is not the answer
+        if any(0 <= start - e <= 8 for e in after):
+            # "(default: 300s; before Postfix 2.4: 1000s)" for "... before 2.4": the value
+            # under the question's condition, over the value the source states first
+            score += QUALIFIED
         # next to a thing the question names ("38.5% in Q3" for "in Q3")
         if any(0 <= s - end <= 12 or 0 <= start - e <= 12 for s, e in named):
             score += 0.3
@@ -372,7 +351,11 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     None when the question is not a yes/no question."""
     if focus.answer_type is not AnswerType.YESNO:
         return None
-    negated = _NEGATION.search(sentence) is not None
+    # the clause that says what is asked decides ("X is still supported on NFS, but
+    # there is no promise ...": yes): the one sharing most of the question's words
+    clauses = [c for c in _CLAUSES.split(sentence) if c.strip()] or [sentence]
+    said = max(clauses, key=lambda c: len(_stems_of(c) & focus.terms))
+    negated = _NEGATION.search(said) is not None
     return "No" if negated != focus.negated else "Yes"
 
 

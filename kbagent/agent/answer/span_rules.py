@@ -19,8 +19,9 @@ ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "an
 
 def stems(word: str) -> set[str]:
     """A word's stems, a plural's too ("GPUs": "gpu"), identifiers read as words."""
+    whole = content_tokens(word.strip(".'-")) if "_" in word else set()  # the identifier too
     word = word.replace("_", " ").strip(".'-")
-    return content_tokens(word) | content_tokens(word.rstrip("s"))
+    return content_tokens(word) | content_tokens(word.rstrip("s")) | whole
 
 
 def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
@@ -119,3 +120,40 @@ def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     after = sentence[end:end + 30].split()[:2]
     inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim
     return any(stems(w) & wanted for w in before + after + inside)
+
+
+# a condition of the question with a version or a year: "before Postfix 2.4", "since
+# 2019", "in Postfix 3.6" (not "in 2026": a period the whole question is about)
+_QUALIFIER = re.compile(r"\b(?:(?:before|after|since|prior to|until|as of)\s+(?:[A-Za-z][\w.-]*"
+                        r"\s+){0,2}v?\d+(?:\.\d+)*|(?:in|with|from)\s+(?:[A-Za-z][\w.-]*\s+){0,2}"
+                        r"v?\d+(?:\.\d+)+)\b", re.I)
+
+
+def qualified(question: str, sentence: str) -> list[int]:
+    """Where in ``sentence`` the question's conditions ("before Postfix 2.4") end: the
+    value right after one is the value under that condition ("(default: 300s; before
+    Postfix 2.4: 1000s)")."""
+    low = sentence.lower()
+    ends = []
+    for m in _QUALIFIER.finditer(question):
+        phrase = " ".join(m.group().lower().split())
+        at = low.find(phrase)
+        while at >= 0:
+            ends.append(at + len(phrase))
+            at = low.find(phrase, at + 1)
+    return ends
+
+
+_DIRECTORY = re.compile(r"\b(?:directory|directories|folder|dir|path)\b", re.I)
+_OPTION = re.compile(r"\b(?:option|flag|switch)s?\b", re.I)
+
+
+def path_kind(focus: Focus, span: str) -> bool:
+    """Can ``span`` be the kind of path asked for? A directory (folder, path) has a
+    slash, an option a leading dash; a file anything path-like."""
+    q = focus.question
+    if _DIRECTORY.search(q) and not _OPTION.search(q):
+        return "/" in span or "\\" in span
+    if _OPTION.search(q) and not _DIRECTORY.search(q):
+        return span.startswith("-")
+    return True

@@ -41,8 +41,10 @@ __all__ = ["CalcPlan", "Operand", "Part", "Value", "calc_plan_of", "expression",
            "find_operand", "metric_of", "parse_value", "parts_of"]
 
 _WH = r"(?:how|what|when|why|who|which|where|is|are|was|were|does|do|did|can|should)"
-_CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?={_WH}\b|explain\b|describe\b)|\?\s+(?=\S)",
-                           re.IGNORECASE)
+# "..., and over what time window ...": a preposition may open the next question
+_CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?=(?:(?:over|in|for|at|from|to|by|with|on|under|"
+                           rf"after|before|since|until|within|during)\s+)?{_WH}\b|explain\b|"
+                           rf"describe\b)|\?\s+(?=\S)", re.IGNORECASE)
 # An item that can be compared: a period (Q2, H1, FY2026, 2025, Q3 2026), or a short
 # capitalised name (Business, Team).
 _ITEM = ITEM

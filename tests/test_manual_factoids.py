@@ -1,0 +1,128 @@
+"""Manual-page factoids (issue 22, session 5): parameter lists where many parameters
+share the question's words, conditions of the question ("before version 2.4"), yes/no
+answers whose sentence goes on with a "but", and the kinds of answer a documentation
+question asks for in its own words ("what reply", "in seconds", "file permissions").
+
+Constructed text only (the parameters below are invented; none of it comes from a
+held-out folder). Each test fails on the code before this session's change (main at
+b688c89), but the guards, which say what must not change: a superlative naming a thing
+("the longest river") stays a name question, "in 2026" stays context, and a "but"
+clause that negates the asked predicate still says no.
+"""
+
+from __future__ import annotations
+
+from kbagent.agent.answer.citations import Citation
+from kbagent.agent.answer.evidence import score_units, units_of
+from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
+from kbagent.agent.answer.short import short_answer, spans, yes_no
+from kbagent.agent.answer.units import Unit, UnitKind
+from kbagent.agent.run.decompose import parts_of
+
+
+def _unit(text: str, n: int = 1, kind: UnitKind = UnitKind.DEFINITION) -> Unit:
+    return Unit(n, text, "manual", 0, kind)
+
+
+# three parameters whose names all hold the one asked for: only one is it
+LIMITS = [
+    _unit("relay_frame_size_limit (default: 990): The relay-specific version of the "
+          "edge_frame_size_limit parameter. See there for details."),
+    _unit("edge_frame_size_limit (default: 998): The maximal size of a frame that the "
+          "edge service will send."),
+    _unit("RESOURCE CONTROLS frame_size_limit (4096)", n=2, kind=UnitKind.SENTENCE),
+]
+
+
+def test_the_parameter_named_exactly_leads_not_a_longer_name_that_contains_it():
+    question = "What is the default frame_size_limit?"
+    best = score_units(question, LIMITS)[0]
+    assert best.unit.text == "RESOURCE CONTROLS frame_size_limit (4096)"
+    assert short_answer(focus_of(question), best.unit.text) == "4096"
+
+
+def test_a_default_stated_for_another_parameter_is_not_the_asked_default():
+    focus = focus_of("What is the default frame_size_limit?")
+    other = spans(focus, LIMITS[0].text)
+    named = spans(focus, LIMITS[2].text)
+    assert named and other and named[0].score > other[0].score
+
+
+def test_a_manual_parameter_with_its_value_in_parentheses_states_a_default():
+    assert TYPE_PATTERNS[AnswerType.DEFAULT].search("frame_size_limit (4096)")
+    assert not TYPE_PATTERNS[AnswerType.DEFAULT].search("frame size limit (see below)")
+
+
+def test_the_value_under_the_questions_condition_is_the_answer():
+    focus = focus_of("What was the default retry_floor_time before Relayd 2.4?")
+    sentence = ("retry_floor_time (default: 300 seconds; before Relayd 2.4: 1000s): The "
+                "minimal time a message waits before it is looked at again.")
+    assert spans(focus, sentence)[0].text.replace(" ", "") == "1000s"
+
+
+def test_a_period_the_whole_question_is_about_is_no_condition():
+    focus = focus_of("How many paid days off does an employee get in 2026?")
+    sentence = "Total in 2026: 20 PTO days + 11 holidays + 2 recharge days = 33 paid days off."
+    assert spans(focus, sentence)[0].text.startswith("33")
+
+
+def test_a_manual_section_number_is_no_figure():
+    focus = focus_of("When the proxy logs an EARLYTALK event, how much of the text does it keep?")
+    assert spans(focus, "When a client talks first, relayd(8) logs this as:") == []
+    assert not TYPE_PATTERNS[AnswerType.NUMBER].search("relayd(8) logs this as:")
+    assert TYPE_PATTERNS[AnswerType.NUMBER].search("frame_size_limit (4096)")
+
+
+def test_a_yes_no_is_read_from_the_clause_that_says_what_is_asked():
+    focus = focus_of("Can I run Relayd on NFS and still be supported?")
+    yes = ("As a reminder, Relayd itself is still supported when it runs on NFS, but there "
+           "is no promise that an NFS-related problem will receive a workaround.")
+    assert yes_no(focus, yes) == "Yes"
+    # guard: the asked predicate negated, whatever the other clause says
+    assert yes_no(focus, "Relayd is not supported on NFS, but many people run it there.") == "No"
+
+
+def test_a_version_question_is_answered_by_a_version_not_a_default_value():
+    focus = focus_of("Since which Relayd release is TLS 1.0 the lowest protocol version by "
+                     "default?")
+    sentence = ('Starting with Relayd 3.6, the default value is ">=TLSv1", which sets TLS '
+                "1.0 as the lowest supported protocol version.")
+    assert spans(focus, sentence)[0].text == "3.6"
+
+
+def test_a_directory_question_is_answered_by_a_path_not_an_option():
+    focus = focus_of("In which directory does Relayd keep its queue by default?")
+    found = [s.text for s in spans(focus, "By default, relayctl works with the -s and -p "
+                                          "options on every queue directory below "
+                                          "/var/spool/relayd.")]
+    assert found == ["/var/spool/relayd"]
+
+
+def test_the_kinds_a_documentation_question_asks_for_in_its_own_words():
+    assert focus_of("Which SMTP response code does the server send when a recipient is "
+                    "unknown?").answer_type is AnswerType.ERROR
+    assert focus_of("If my policy server can't be reached, what reply does the server send "
+                    "by default?").answer_type is AnswerType.ERROR
+    assert focus_of("What is the longest Relayd will wait between two retries, in "
+                    "seconds?").answer_type is AnswerType.DURATION
+    assert focus_of("What file permissions does the spooler give a new queue "
+                    "file?").answer_type is AnswerType.NUMBER
+    # guards: a superlative naming a thing, a class noun that is what is asked
+    assert focus_of("What is the longest river in Africa?").answer_type is not AnswerType.NUMBER
+    assert focus_of("Which environment variable sets the speed?").answer_type is AnswerType.NAME
+
+
+def test_a_second_question_may_open_with_a_preposition():
+    parts = parts_of("Which daemon counts how fast clients connect, and over what time "
+                     "window are those rates measured by default?")
+    assert [p.question for p in parts] == [
+        "Which daemon counts how fast clients connect?",
+        "over what time window are those rates measured by default?"]
+
+
+def test_a_named_parameter_in_a_real_chunk_is_matched_whole():
+    text = ("edge_frame_size_limit (default: 998): The maximal size of a frame.\n\n"
+            "frame_size_limit (4096): Upon input, long frames are cut into pieces.\n")
+    c = Citation(1, "docs", "relayd.8.html", 1, 3, text, 0.5, "kb_search", raw=text)
+    best = score_units("What is the default frame_size_limit?", units_of(c))[0]
+    assert best.unit.text.startswith("frame_size_limit (4096)")
