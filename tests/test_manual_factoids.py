@@ -126,3 +126,24 @@ def test_a_named_parameter_in_a_real_chunk_is_matched_whole():
     c = Citation(1, "docs", "relayd.8.html", 1, 3, text, 0.5, "kb_search", raw=text)
     best = score_units("What is the default frame_size_limit?", units_of(c))[0]
     assert best.unit.text.startswith("frame_size_limit (4096)")
+
+
+def test_an_html_table_of_label_value_rows_has_no_header_row():
+    text = ("List price | $48,000 per appliance\n"
+            "Support subscription | $9,600 per appliance per year (20% of list)\n"
+            "Lead time | 6 to 8 weeks from order\n")
+    c = Citation(1, "docs", "datasheet.html", 1, 3, text, 0.5, "kb_search", raw=text)
+    rows = [u.text for u in units_of(c) if u.kind is UnitKind.ROW]
+    assert rows == ["List price: $48,000 per appliance",
+                    "Support subscription: $9,600 per appliance per year (20% of list)",
+                    "Lead time: 6 to 8 weeks from order"]
+    question = "What is the list price of one appliance?"
+    best = score_units(question, units_of(c))[0]
+    assert short_answer(focus_of(question), best.unit.text) == "$48,000"
+
+
+def test_a_markdown_header_row_stays_a_header_row():
+    text = "| Setting | Default 10 |\n|---|---|\n| retries | 3 attempts |\n"
+    c = Citation(1, "docs", "settings.md", 1, 3, text, 0.5, "kb_search", raw=text)
+    assert [u.text for u in units_of(c) if u.kind is UnitKind.ROW] == [
+        "Setting: retries; Default 10: 3 attempts"]

@@ -69,6 +69,19 @@ def _table_row(line: str) -> bool:
     the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
     return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
 
+def _value_pair(cells: list[str]) -> bool:
+    """A label | value row that no header row is like: a short label, then a value with
+    a figure in some words ("List price | $48,000 per appliance"; not "Metric | Q3 2026")."""
+    if len(cells) != 2 or not cells[0] or len(cells[0].split()) > 5:
+        return False
+    label, value = cells
+    return (not re.search(r"\d", label) and re.search(r"\d", value) is not None
+            and len(value.split()) >= 2 and not _PERIOD.fullmatch(value))
+
+
+_PERIOD = re.compile(r"(?:Q[1-4]|H[12]|FY)?\s?(?:19|20)\d\d(?:\s+\w+)?", re.I)
+
+
 def _label_row(cells: list[str]) -> bool:
     """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
     Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
@@ -224,6 +237,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
     html = suffix in HTML_SUFFIXES
     header: list[str] = []
+    pairs = False  # the table's rows are label | value pairs (its first row no header)
     pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
 
     for i, line in enumerate(lines):
@@ -246,8 +260,15 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 continue
             if not header:
                 header = cells  # a label/value table's first row is a row of its own
-                if not _label_row(cells):
+                # an HTML table of label | value rows has no header row ("List price |
+                # $48,000 per appliance"): a Markdown header is followed by its rule
+                nxt = lines[i + 1] if i + 1 < len(lines) else ""
+                pairs = _value_pair(cells) and not _TABLE_RULE.match(nxt)
+                if not _label_row(cells) and not pairs:
                     continue
+            if pairs and len(cells) == 2:
+                cut.add(f"{cells[0]}: {cells[1]}", UnitKind.ROW, cells[0])
+                continue
             if _label_row(header):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
                 text = (f"{cells[0]} {cells[1]}".strip() if _label_row(cells)
                         else "; ".join(x for x in cells if x))
