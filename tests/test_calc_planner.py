@@ -252,3 +252,19 @@ def test_a_figure_is_converted_only_to_another_unit(calc_kb: KnowledgeBase) -> N
     result, calls, _ = _ask(calc_kb, "How many ms is the connect timeout?")
     assert calls == []  # 5000 ms is already in ms: nothing to compute
     assert "5000 ms" in result.answer
+
+
+def test_a_figure_whose_unit_the_sentence_states_apart_is_converted(
+        settings, make_folder, embedder) -> None:
+    """'Number of seconds ... (default: 1800)': the figure's unit is told before it, and
+    the question's subject ('the session store keep sessions') names no operand."""
+    docs = {"ops/sessions.md": (
+        "# Session store\n\nThe session store keeps logged-in sessions in memory.\n\n"
+        "--lifetime <seconds>: Number of seconds to keep a session (default: 1800).\n"),
+        "ops/other.md": "# Other\n\nThe cleaner runs every night.\n"}
+    Ingestor(settings, "conv", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "conv")
+    result, calls, _ = _ask(kb, "How many minutes does the session store keep sessions by "
+                                "default?")
+    assert calls == ["1800 / 60"]
+    assert result.short_answer.startswith("30 minutes [")

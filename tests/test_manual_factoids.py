@@ -147,3 +147,17 @@ def test_a_markdown_header_row_stays_a_header_row():
     c = Citation(1, "docs", "settings.md", 1, 3, text, 0.5, "kb_search", raw=text)
     assert [u.text for u in units_of(c) if u.kind is UnitKind.ROW] == [
         "Setting: retries; Default 10: 3 attempts"]
+
+
+def test_a_question_for_a_thing_by_name_in_other_words_is_a_name_question():
+    for q in ["What race track in the midwest hosts a long race every May?",
+              "What science fantasy series, told in first person, has companion books?",
+              "Tysons Corner Mall is located in what county?",
+              "The team competes in a conference that was formerly known as what?",
+              "The producer has worked with this gospel singer born in July?"]:
+        assert focus_of(q).answer_type is AnswerType.NAME, q
+    assert focus_of("The civil war ended when ?").answer_type is AnswerType.DATE
+    # guards: an explanation stays one
+    for q in ["What steps are needed to rotate keys?", "What happens when the queue is full?",
+              "What does the -v flag do?"]:
+        assert focus_of(q).answer_type is AnswerType.OTHER, q

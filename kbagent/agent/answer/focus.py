@@ -28,7 +28,15 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.phrasing import DEFAULT_INTENT, LENGTH, asks_class, class_word
+from kbagent.agent.answer.phrasing import (
+    AUX,
+    DEFAULT_INTENT,
+    ENDS_WHEN,
+    LENGTH,
+    asks_class,
+    class_word,
+    names_a_thing,
+)
 
 
 class AnswerType(StrEnum):
@@ -104,8 +112,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"“[^”]{1,40}”"),
 }
 
-_AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
-        r"might|must|isn't|aren't|doesn't|don't|didn't|can't|won't")
+_AUX = AUX
 _YESNO = re.compile(rf"^\s*(?:{_AUX})\b", re.I)
 _CHOICE = re.compile(r"(?:^|,|:|\b(?:which|who|what)\b[^?]*?)\s*(?P<a>[^,?]+?)\s+or\s+"
                      r"(?P<b>[^,?]+?)\s*\??\s*$", re.I)
@@ -339,8 +346,11 @@ def _kind(q: str) -> AnswerType:
         return AnswerType.NAME  # "Which environment variable sets the speed ...": a name
     if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
-    if kind is AnswerType.OTHER and re.match(r"^\s*which\b", q, re.I):
-        kind = AnswerType.NAME  # "Which team owns billing?"
+    if kind is AnswerType.OTHER and (re.match(r"^\s*which\b", q, re.I) or (
+            names_a_thing(q) and not _RULES[0][0].search(q))):
+        kind = AnswerType.NAME  # "Which team owns billing?", "What race track hosts ...?"
+    if kind is AnswerType.OTHER and ENDS_WHEN.search(q):
+        kind = AnswerType.DATE  # "... a civil war that ended when?"
     return kind
 
 

@@ -21,6 +21,30 @@ DEFAULT_INTENT = re.compile(
     r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b|"
     r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
     r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
+AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
+       r"might|must|isn't|aren't|doesn't|don't|didn't|can't|won't")
+# "What race track hosts ...", "What American company sells ...": a thing named (not
+# "what is", "what happens", nor "what kind of", whose answer is seldom a name)
+WHAT_NOUN = re.compile(rf"^\s*what\s+(?!(?:{AUX}|happens?|happened|kind|type|sort|if|about|"
+                       r"steps|ways|reasons|changes|differences|benefits|advantages|drawbacks|"
+                       r"problems|things|options|consequences)\b)[A-Za-z][\w-]*,?\s+"
+                       rf"(?:[\w-]+,?\s+){{0,8}}?(?:{AUX}|hosts?|sells?|makes?|owns?|runs?|won|"
+                       r"wrote|directed|founded|contains?|holds?|lies|located|based)\b", re.I)
+# "formerly known as what", "this gospel singer": the answer is what it is called
+KNOWN_AS = re.compile(r"\b(?:known|referred to|named|called) as what\b|\b(?:in|of|at|from|by|"
+                      r"for|on|with) what\s+[a-z]+\s*\?\s*$|^(?!.*\b(?:what|which|"
+                      r"who|when|where|why|how)\b).*\bthis\s+(?:[\w-]+\s+){0,3}?(?:singer|"
+                      r"actor|actress|author|writer|director|band|group|company|city|film|"
+                      r"person|player|man|woman)\b", re.I)
+ENDS_WHEN = re.compile(r"\bwhen\s*\?\s*$", re.I)
+
+
+def names_a_thing(q: str) -> bool:
+    """Is a question without a kind of its own asking for a thing by name ("What race
+    track hosts ...", "formerly known as what", "located in what county?")?"""
+    return bool(WHAT_NOUN.match(q) or KNOWN_AS.search(q))
+
+
 # "how long can a password be?", "how long may one line get once ...": a length (a
 # number), not a duration ("how long does it take", "how long is a session kept")
 LENGTH = re.compile(

@@ -91,6 +91,10 @@ _DET = re.compile(r"^(?:the|a|an|our|its|their|your|each|every|one|this|that|tha
 _PREP = ("in", "for", "at", "on", "during", "of", "with", "under", "per")
 _TAIL_AUX = re.compile(rf"\s+(?:{_AUX}|get|gets|got)$", re.IGNORECASE)
 _ASKED_TAIL = re.compile(r",?\s+(?:in|into|as)\s+\S+[\s?.!]*$", re.IGNORECASE)
+# verbs a "how many <unit> does X <verb> ..." question measures with
+_VERBS = frozenset("hold holds keep keeps take takes wait waits last lasts allow allows accept "
+                   "accepts send sends retain retains get gets give gives stay stays remain "
+                   "remains".split())  # not "cache", "store", "use": nouns as often
 _UNIT_TAIL = re.compile(r"\s*,?\s+(?:in|into|as)\s+\S+$", re.IGNORECASE)
 # words that say what is measured: a yes/no comparison or a "difference between" is a
 # calculation only about one of these (or a unit), not about "a tag" and "a branch"
@@ -278,9 +282,15 @@ def _convert(question: str) -> CalcPlan | None:
     if m is None:
         return None
     subject = _UNIT_TAIL.sub("", m.group("s").strip(" ?.,!"))
+    # "... keep credentials by default": a condition, not the subject's words
+    subject = re.sub(r",?\s+(?:by default|out of the box|normally|in total)$", "", subject,
+                     flags=re.I)
     words = subject.split()
     if (m.group("aux") or "").lower() in ("does", "do", "did", "can", "will") and len(words) > 1:
-        words = words[:-1]  # "does the page cache hold": the last word is the verb
+        # "does the page cache hold", "does the cache keep credentials": the subject ends
+        # at its verb (the last word when none of the usual verbs is there)
+        at = next((i for i, w in enumerate(words) if i and w.lower() in _VERBS), len(words) - 1)
+        words = words[:at]
     item = _clean(" ".join(words))
     if not item:
         return None

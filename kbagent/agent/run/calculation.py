@@ -21,6 +21,7 @@ from kbagent.agent.events import AnswerDelta, Event
 from kbagent.agent.run.decompose import (
     CalcPlan,
     Value,
+    answer_value,
     arithmetic,
     find_operand,
     kind_of,
@@ -32,6 +33,7 @@ from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.quantities import Measure, unit_after
 from kbagent.agent.run.state import RunState
 
+ANSWER_UNITS = 3  # best units read for a conversion's figure when no operand reading finds it
 OPERAND_TOP_K = 15  # hits per operand search: a figure often sits in a table row, which
 # the lexical index ranks first and the embedding last (q1 2026 ARR: bm25 #1, vector #50)
 
@@ -57,6 +59,11 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
                                                            if c.n not in found]
         pools.append([u for c in cites for u in units_of(c)])
         value = find_operand(op, pools[-1], like=values[0].text if values else "")
+        if plan.op == "convert" and (value is None or (value.measure is None
+                                                      and value.compound is None)):
+            # a figure without a unit converts to nothing: the answer's figure, if it has one
+            best = answer_value(s.question, [e.unit for e in g.evidence(limit=ANSWER_UNITS)])
+            value = best if best is not None and best.measure is not None else value
         if value is None or not what:
             return False
         values.append(value)

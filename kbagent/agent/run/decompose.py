@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import QUESTION_WORDS, Unit
+from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.short import spans
 from kbagent.agent.run.calc_plan import INVERSE, ITEM, CalcPlan, Operand, calc_plan_of, metric_of
 from kbagent.agent.run.quantities import (
     Compound,
@@ -32,6 +34,7 @@ from kbagent.agent.run.quantities import (
     compound_at,
     num_text,
     scale,
+    stated_unit,
     unit_after,
     unit_match,
 )
@@ -176,6 +179,26 @@ def _is_date_part(text: str, start: int, end: int) -> bool:
     """Is the number at ``text[start:end]`` a day of a date ("Dec 31", "31, 2026")?"""
     return bool(_MONTH_BEFORE.search(text[:start]) or re.match(r",\s*(?:19|20)\d\d\b",
                                                                  text[end:]))
+
+
+def answer_value(question: str, units: list[Unit]) -> Value | None:
+    """The figure the first of ``units`` (best first) that states one gives for
+    ``question`` (its short answer), with its unit: the operand of a conversion whose
+    subject no operand reading found ("how many minutes does the cache keep
+    credentials": "(default: 900)" of "Number of seconds to cache credentials")."""
+    f = focus_of(question)
+    for u in units:
+        for span in spans(f, u.text)[:1]:
+            n = _NUMBER_AFTER.search(u.text, span.start)
+            number = parse_value(n.group()) if n else None
+            if n is None or number is None or n.start() - span.start > 2:
+                continue
+            shown, measure, compound = _value(n.start(), n.end(), u.text)
+            if measure is None and compound is None:
+                measure = stated_unit(u.text)
+                shown = f"{shown} {measure.name}" if measure else shown
+            return Value(number, shown.strip(), u, measure, compound)
+    return None
 
 
 def _value(start: int, end: int, text: str

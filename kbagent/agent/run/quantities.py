@@ -181,3 +181,14 @@ def best_unit(units: list[Measure], result_base: float) -> Measure:
         if abs(result_base) / u.factor >= 1:
             return u
     return min(units, key=lambda x: x.factor)
+
+
+# a unit a sentence measures its figures in, stated apart from them
+_STATED_UNIT = re.compile(r"\b(?:number of|in|measured in)\s+([a-z]{2,})\b|<([a-z]{2,})>")
+
+
+def stated_unit(text: str) -> Measure | None:
+    """The unit ``text`` measures its figures in, stated apart from them: "Number of
+    seconds to cache credentials (default: 900)", "--timeout <seconds>"."""
+    return next((x for w in _STATED_UNIT.finditer(text)
+                 if (x := measure(w.group(1) or w.group(2)))), None)
