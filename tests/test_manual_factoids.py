@@ -161,3 +161,44 @@ def test_a_question_for_a_thing_by_name_in_other_words_is_a_name_question():
     for q in ["What steps are needed to rotate keys?", "What happens when the queue is full?",
               "What does the -v flag do?"]:
         assert focus_of(q).answer_type is AnswerType.OTHER, q
+
+
+def test_a_sentence_that_defines_its_subject_names_what_is_asked():
+    focus = focus_of("What science fantasy young adult series has companion books about "
+                     "alien species?")
+    sentence = ("Animorphs is a science fantasy series of young adult books written by "
+                "Katherine Applegate and published by Scholastic.")
+    assert spans(focus, sentence)[0].text == "Animorphs"
+    # guards: an expletive is no subject; the question's own subject is not its answer
+    assert not any(s.text == "There" for s in spans(
+        focus, "There is a science fantasy series of young adult books by Katherine Applegate."))
+    who = focus_of("Which film director hosted the 18th Independent Spirit Awards in 2002?")
+    assert all("Spirit" not in s.text and s.text != "2012" for s in spans(
+        who, "The 2012 Independent Spirit Awards is an award ceremony hosted by Andy Samberg."))
+
+
+def test_a_later_part_is_answered_by_its_own_words_not_the_subject_it_inherits(
+        settings, make_folder, embedder):
+    from kbagent.agent.events import Final
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from tests.scripted_llm import ScriptedLLM
+
+    docs = {"hr/leave.md": (
+        "# Leave policy\n\n"
+        "Full-time employees receive 20 days of PTO per year, accrued monthly.\n\n"
+        "Total for an employee in 2026: 20 PTO days + 11 holidays = 31 paid days off, which "
+        "employees get by default.\n\n"
+        "Carryover: up to 5 unused PTO days can be carried into the next year; anything "
+        "above 5 days is forfeited.\n"),
+        "eng/oncall.md": "# On-call\n\nThe on-call rota changes every Monday.\n"}
+    Ingestor(settings, "leave", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "leave")
+    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
+                        AgentConfig(mode="rag", tools="full")).run(
+        "How many days of PTO do employees get, and does it roll over?"))
+    final = events[-1]
+    assert isinstance(final, Final)
+    second = final.result.answer.split("Does it roll over?")[1]
+    assert second.lstrip().startswith("Yes [") and "Carryover" in second

@@ -46,6 +46,7 @@ from kbagent.agent.answer.span_rules import (
     cell_bonus,
     class_members,
     class_near,
+    defined_subject,
     option_flag,
     path_kind,
     qualified,
@@ -194,7 +195,7 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((o, i, 0.0))
         return out
     if t is AnswerType.NAME:
-        out += class_members(focus, sentence)
+        out += class_members(focus, sentence) + defined_subject(focus, sentence)
     if pattern is not None:
         year_only = t is AnswerType.DATE and re.search(
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
@@ -282,13 +283,15 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
     out: list[Span] = []
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
+    defined = {x for x, _, _ in defined_subject(focus, sentence)} if t is AnswerType.NAME else set()
     for raw, start, bonus in _raw_spans(focus, sentence):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
-        term = start == 0 and _TERM_IS.match(sentence) is not None
+        term = start == 0 and (_TERM_IS.match(sentence) is not None or raw in defined)
         if t is AnswerType.NAME and not term and not _is_name(raw, sentence, start):
             continue
-        if t is AnswerType.NAME and not quoted:  # a quoted literal is copied whole
+        if t is AnswerType.NAME and not quoted and raw not in defined:  # a quoted literal,
+            # a defined subject ("Tromeo and Juliet is a film") are copied whole
             text, bonus = _trim_name(text, qwords, bonus)
         words = text.split()
         if not text or len(words) > MAX_WORDS or not re.search(r"\w", text):

@@ -157,3 +157,35 @@ def path_kind(focus: Focus, span: str) -> bool:
     if _OPTION.search(q) and not _DIRECTORY.search(q):
         return span.startswith("-")
     return True
+
+
+# a sentence that defines its subject: "Animorphs is a science fantasy series ...",
+# "Tromeo and Juliet (1996) is an independent film ..."
+_DEFINED = re.compile(r"^(?P<s>(?:The\s+)?[A-Z][\w'&.!-]*(?:\s+(?:of|and|the|de|&|in|on)?\s*"
+                      r"[A-Z0-9][\w'&.!-]*){0,5})(?:\s*\([^()]{0,60}\))?,?\s+(?:is|was|are|"
+                      r"were)\s+(?:also\s+)?(?:a|an|the|one)\b")
+SUBJECT_SHARED = 2  # question words the definition must share to name what is asked
+
+
+def defined_subject(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """The subject a sentence defines, when the definition has the question's words
+    ("What science fantasy young adult series ...?": "Animorphs is a science fantasy
+    series of young adult books"): a name that the rule for capitalised words skips as
+    the sentence's first word."""
+    m = _DEFINED.match(sentence)
+    if m is None or m.group("s").split()[0] in _NO_SUBJECTS:
+        return []
+    rest = {s for w in WORD.finditer(sentence[m.end():]) for s in stems(w.group())}
+    if len(rest & focus.terms) < SUBJECT_SHARED:
+        return []
+    # a subject mostly in the question's words is the question's own subject ("The 2012
+    # Independent Spirit Awards" for "who hosted the 18th Independent Spirit Awards")
+    words = [stems(w) for w in m.group("s").split() if content_tokens(w)]
+    if sum(1 for w in words if w & focus.terms) * 2 > len(words):
+        return []
+    return [(m.group("s"), 0, 0.6)]
+
+
+# a sentence's first word that is no name ("There is a single row ...")
+_NO_SUBJECTS = frozenset("There It This That These Those Here He She They We One Each Every "
+                         "All Some Such Both Either Neither".split())

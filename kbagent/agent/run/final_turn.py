@@ -217,7 +217,9 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
             mark = f"{value.text} [{value.unit.n}]"
             s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
             return f"{_lead(part)}{mark}."
-    ev = g.evidence(part.query, prefer=prefer)
+    # the part's own words count twice: the subject it inherits ("days PTO employees" in
+    # "does it roll over days PTO employees get") is context, not what this part asks
+    ev = g.evidence(f"{part.question} {part.query}", prefer=prefer)
     best = g.take(ev) if ev and ev[0].coverage >= PART_COVERAGE else None
     if best is None:
         return None
