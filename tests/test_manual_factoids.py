@@ -199,3 +199,34 @@ def test_a_later_part_is_answered_by_its_own_words_not_the_subject_it_inherits(s
     first, second = final.result.answer.split("Does it roll over?")
     assert "20 days" in first
     assert second.lstrip().startswith("Yes [") and "Carryover" in second
+
+
+def test_a_lower_case_tool_no_page_mentions_is_a_name_the_kb_never_mentions(
+        settings, make_folder, embedder):
+    from kbagent.agent.events import Final
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from tests.scripted_llm import ScriptedLLM
+
+    assert embedder.is_word("roll") and not embedder.is_word("certbot")
+    docs = {"tls.md": ("# TLS certificates\n\nThe mail server reads its certificate from "
+                       "smtpd_tls_cert_file. You can sign your own certificate or get a free "
+                       "certificate from a public certificate authority. Rotate logs with "
+                       "logrotate every week.\n"),
+            "other.md": "# Queue\n\nThe queue manager runs every five minutes.\n"}
+    Ingestor(settings, "tls", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "tls")
+
+    def ask(question: str):
+        events = list(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                            AgentConfig(mode="rag", tools="full")).run(question))
+        assert isinstance(events[-1], Final)
+        return events[-1].result
+
+    refused = ask("How do I get a free certificate with certbot for the mail server?")
+    assert refused.abstained and "never mentions “certbot”" in refused.answer
+    # guards: a tool the pages mention, an ordinary word in the same place
+    for question in ["How often do I rotate logs with logrotate?",
+                     "How do I get a free certificate with ease for the mail server?"]:
+        assert "never mentions" not in ask(question).answer, question

@@ -117,6 +117,11 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self._lock = threading.Lock()
 
+    def is_word(self, word: str) -> bool:
+        """Is ``word`` one token of the model's vocabulary (see OnnxEmbedder.is_word)?"""
+        tokens = self._model.tokenizer.tokenize(word)
+        return len(tokens) == 1
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -100,6 +100,17 @@ class HybridSearcher:
                 out[space] = embedder.encode([valid_unicode(query)])[0]
         return out
 
+    def is_word(self, word: str) -> bool | None:
+        """Is ``word`` an ordinary word of the first searchable KB's embedder vocabulary
+        (None when that embedder cannot say: a remote one)? A lower-case word that is
+        not, and that no chunk holds, is a name the KB never mentions ("certbot")."""
+        for kb in self.kbs:
+            if kb.vectors_pending and len(kb.vectors) == 0:
+                continue
+            check = getattr(self._embedder_for(kb.embedding_space), "is_word", None)
+            return bool(check(word)) if check is not None else None
+        return None
+
     def embed_texts(self, texts: list[str]) -> np.ndarray | None:
         """L2-normalised vectors of ``texts`` by the first searchable KB's embedder, in
         one batched call (None when no KB has vectors to compare in). The agent ranks

@@ -41,6 +41,7 @@ from kbagent.agent.answer.evidence import (
     units_of,
 )
 from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.agent.kinds import RepairAction
 from kbagent.agent.records import Repair
@@ -93,6 +94,8 @@ class Grounding:
     threshold: float = ANSWERABLE_COVERAGE
     # does a chunk the caller may read contain this word? (set by the loop: KB lookups)
     mentioned: Callable[[str], bool] | None = None
+    # is a word one token of the embedder's vocabulary (None: it cannot say)
+    is_word: Callable[[str], bool | None] | None = None
     # the KB's sentence embedder (set by the loop), vectors kept for the run
     vectors: SentenceVectors = field(default_factory=lambda: SentenceVectors(None))
     # the answer is one chunk's fact, so a name of several words the question gives is in
@@ -123,8 +126,10 @@ class Grounding:
         on the question's words:
 
         * a thing the question names (a product, an API, a setting, a place) that no
-          chunk the caller may read mentions: "it never mentions ..."; a year it names
-          that nothing gathered mentions;
+          chunk the caller may read mentions: "it never mentions ..."; a lower-case
+          word where a tool's name goes ("with certbot") that is no ordinary word of
+          the embedder's vocabulary and that no readable chunk holds, likewise; a year
+          it names that nothing gathered mentions;
         * else one of the best units must cover the question: hold an answer of the
           kind asked for (a number, a name, a date...), come from a chunk holding the
           identifying numbers the question names ("ticket 58817", "Edge OS 3.3"), and
@@ -144,6 +149,10 @@ class Grounding:
             missing = self._never_mentioned(_plain_name(name), pool)
             if missing:
                 return f"it never mentions \u201c{missing}\u201d"
+        for word in tool_names(self.question):  # "with certbot": a name, in lower case
+            if word not in pool and self.is_word is not None and self.is_word(word) is False \
+                    and self.mentioned is not None and not self.mentioned(word):
+                return f"it never mentions \u201c{word}\u201d"
         for year in dict.fromkeys(re.findall(r"\b(?:19|20)\d\d\b", self.question)):
             if year not in pool:
                 return f"nothing found is about {year}"

@@ -106,3 +106,14 @@ def asks_class(q: str) -> bool:
     # permissions" the class noun only qualifies the attribute asked for
     return any(w.rstrip("s") in CLASS_NOUNS - {"code"} and words[i + 1] not in _ATTRIBUTE_HEADS
                for i, w in enumerate(words[:-1]))
+
+
+# a lower-case word after "with", "using", "on" ...: the tool or platform used ("with
+# certbot", "on kubernetes"), a name even in lower case when it is no ordinary word
+_TOOL_NAME = re.compile(r"\b(?:with|using|via|through|on|in|from|into|under|inside)\s+"
+                        r"([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b")
+
+
+def tool_names(question: str) -> list[str]:
+    """Lower-case words a question puts where a tool's or platform's name goes."""
+    return list(dict.fromkeys(m.group(1) for m in _TOOL_NAME.finditer(question)))

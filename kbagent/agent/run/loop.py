@@ -138,6 +138,7 @@ class Agent:
         ctx.ledger.locator = ctx.locate
         now = self.clock.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
+                               is_word=getattr(self.searcher, "is_word", None),
                                vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
                                                                None)))
                      if cfg.grounded and mode != AskMode.DIRECT else None)
