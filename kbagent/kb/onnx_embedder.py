@@ -255,8 +255,6 @@ class OnnxEmbedder:
         # pad to the longest text of the batch (tokenizer.json may carry other settings)
         self._tok.enable_truncation(max_length=max_len)
         self._tok.no_padding()
-        self._special = {t for t, _ in self._tok.get_vocab(with_added_tokens=True).items()
-                         if t.startswith("[") and t.endswith("]")}
         tcfg_path = folder / "tokenizer_config.json"
         pad = _read_json(tcfg_path).get("pad_token") if tcfg_path.is_file() else None
         if isinstance(pad, dict):
@@ -356,10 +354,8 @@ class OnnxEmbedder:
         return sess
 
     def is_word(self, word: str) -> bool:
-        """Is ``word`` one token of the model's vocabulary (an ordinary word, not a name
-        its word pieces spell: "certbot" is "ce ##rt ##bot")?"""
-        tokens = self._tok.encode(word, add_special_tokens=False).tokens
-        return len([t for t in tokens if t not in self._special]) == 1
+        """Is ``word`` one token of the vocabulary (not a name: "certbot" is "ce ##rt ##bot")?"""
+        return len(self._tok.encode(word, add_special_tokens=False).ids) == 1
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
