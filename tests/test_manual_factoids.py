@@ -82,8 +82,12 @@ def test_a_yes_no_is_read_from_the_clause_that_says_what_is_asked():
     yes = ("As a reminder, Relayd itself is still supported when it runs on NFS, but there "
            "is no promise that an NFS-related problem will receive a workaround.")
     assert yes_no(focus, yes) == "Yes"
-    # guard: the asked predicate negated, whatever the other clause says
+    # guards: the asked predicate negated, whatever the other clause says; another clause
+    # that negates a thing asked which the first lacks
     assert yes_no(focus, "Relayd is not supported on NFS, but many people run it there.") == "No"
+    assert yes_no(focus, "Relayd is supported, but not on NFS.") == "No"
+    sso = focus_of("Does the free tier include SSO?")
+    assert yes_no(sso, "The free tier includes email support but no SSO.") == "No"
 
 
 def test_a_version_question_is_answered_by_a_version_not_a_default_value():
@@ -111,9 +115,12 @@ def test_the_kinds_a_documentation_question_asks_for_in_its_own_words():
                     "seconds?").answer_type is AnswerType.DURATION
     assert focus_of("What file permissions does the spooler give a new queue "
                     "file?").answer_type is AnswerType.NUMBER
-    # guards: a superlative naming a thing, a class noun that is what is asked
+    # guards: a superlative naming a thing, a class noun that is what is asked (its verb
+    # no attribute), permissions that are no file mode
     assert focus_of("What is the longest river in Africa?").answer_type is not AnswerType.NUMBER
     assert focus_of("Which environment variable sets the speed?").answer_type is AnswerType.NAME
+    assert focus_of("Which setting limits the number of workers?").answer_type is AnswerType.NAME
+    assert focus_of("What permissions does a reviewer need?").answer_type is not AnswerType.NUMBER
 
 
 def test_a_second_question_may_open_with_a_preposition():
@@ -212,7 +219,8 @@ def test_a_lower_case_tool_no_page_mentions_is_a_name_the_kb_never_mentions(
     assert embedder.is_word("roll") and not embedder.is_word("certbot")
     docs = {"tls.md": ("# TLS certificates\n\nThe mail server reads its certificate from "
                        "smtpd_tls_cert_file. You can sign your own certificate or get a free "
-                       "certificate from a public certificate authority. Rotate logs with "
+                       "certificate from a public certificate authority, a wildcard "
+                       "certificate too. Rotate logs with "
                        "logrotate every week.\n"),
             "other.md": "# Queue\n\nThe queue manager runs every five minutes.\n"}
     Ingestor(settings, "tls", embedder=embedder).run(make_folder(docs))
@@ -226,7 +234,10 @@ def test_a_lower_case_tool_no_page_mentions_is_a_name_the_kb_never_mentions(
 
     refused = ask("How do I get a free certificate with certbot for the mail server?")
     assert refused.abstained and "never mentions “certbot”" in refused.answer
-    # guards: a tool the pages mention, an ordinary word in the same place
+    # guards: a tool the pages mention, an ordinary word in the same place, a unit, a
+    # plural whose singular the pages hold
     for question in ["How often do I rotate logs with logrotate?",
-                     "How do I get a free certificate with ease for the mail server?"]:
+                     "How do I get a free certificate with ease for the mail server?",
+                     "How often is the queue run, with milliseconds?",
+                     "Can the server read certificates with wildcards?"]:
         assert "never mentions" not in ask(question).answer, question

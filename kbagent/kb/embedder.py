@@ -119,8 +119,8 @@ class SentenceTransformerEmbedder:
 
     def is_word(self, word: str) -> bool:
         """Is ``word`` one token of the model's vocabulary (see OnnxEmbedder.is_word)?"""
-        tokens = self._model.tokenizer.tokenize(word)
-        return len(tokens) == 1
+        with self._lock:
+            return len(self._model.tokenizer.tokenize(word)) == 1
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:

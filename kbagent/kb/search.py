@@ -107,8 +107,11 @@ class HybridSearcher:
         for kb in self.kbs:
             if kb.vectors_pending and len(kb.vectors) == 0:
                 continue
-            check = getattr(self._embedder_for(kb.embedding_space), "is_word", None)
-            return bool(check(word)) if check is not None else None
+            try:  # a check that fails says nothing (an embedder that cannot load)
+                check = getattr(self._embedder_for(kb.embedding_space), "is_word", None)
+                return bool(check(word)) if check is not None else None
+            except Exception:
+                return None
         return None
 
     def embed_texts(self, texts: list[str]) -> np.ndarray | None:

@@ -25,7 +25,7 @@ DEFAULT_VALUE = [
                rf"(?:is|are|was|to|=|:|of)\s+(?:set to\s+)?(?P<v>{_V}(?:\s+{_V}){{0,3}})",
                re.I),
     # "10 by default", "set to 10 by default"
-    re.compile(r"(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
+    re.compile(r"(?<![^\s,;()])(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
     # "(simple is the new default)", "Y is the default"
     re.compile(r"(?<![\w.-])(?P<v>(?!(?:this|that|it|which|what|there|these|those|who)\b)[^\s,;(]+"
                r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"

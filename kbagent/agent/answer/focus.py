@@ -119,10 +119,10 @@ _CHOICE = re.compile(r"(?:^|,|:|\b(?:which|who|what)\b[^?]*?)\s*(?P<a>[^,?]+?)\s
 _CHOICE_LEAD = re.compile(r"^\s*(?:which|who|what|whose|is|are|was|were|does|do|did)\b", re.I)
 
 # (question pattern, answer type): the first that matches wins
+_EXPLAIN = re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"
+                      r"\b(?:explain|describe|summari[sz]e|what happen(?:s|ed))\b", re.I)
 _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
-    (re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"
-                r"\b(?:explain|describe|summari[sz]e|what happen(?:s|ed))\b", re.I),
-     AnswerType.OTHER),
+    (_EXPLAIN, AnswerType.OTHER),
     # an exit status is a number ("return 125"), not an error's name
     (re.compile(r"\bexit (?:code|status)(?:es|s)?\b", re.I), AnswerType.NUMBER),
     (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
@@ -173,7 +173,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
                 r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
                 r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port|"
-                r"permissions)\b|"
+                r"(?<=file )permissions|permission bits)\b|"
                 r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
                 r"many times)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
                 r"(?:lowest|highest|fewest)\b", re.I),
@@ -270,8 +270,9 @@ def exact(name: str) -> re.Pattern[str]:
     """``name`` as a whole (or its plural): "line_length_limit" is not in
     "smtp_line_length_limit" (a longer identifier that contains it names another
     thing), nor "TLS" in "TLSv1"."""
-    lead = r"(?<![\w-])" if re.match(r"\w", name) else ""
-    tail = r"(?:e?s)?(?![\w-])" if re.search(r"\w$", name) else ""  # "MPMs" names MPM
+    # ASCII word characters: a CJK name has no spaces around it ("数据库的默认端口")
+    lead = r"(?<![A-Za-z0-9_-])" if re.match(r"[A-Za-z0-9_]", name) else ""
+    tail = r"(?:e?s)?(?![A-Za-z0-9_])" if re.search(r"[A-Za-z0-9_]$", name) else ""
     return re.compile(f"{lead}{re.escape(name)}{tail}")
 
 
@@ -347,7 +348,7 @@ def _kind(q: str) -> AnswerType:
     if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
     if kind is AnswerType.OTHER and (re.match(r"^\s*which\b", q, re.I) or (
-            names_a_thing(q) and not _RULES[0][0].search(q))):
+            names_a_thing(q) and not _EXPLAIN.search(q))):
         kind = AnswerType.NAME  # "Which team owns billing?", "What race track hosts ...?"
     if kind is AnswerType.OTHER and ENDS_WHEN.search(q):
         kind = AnswerType.DATE  # "... a civil war that ended when?"

@@ -40,7 +40,7 @@ from kbagent.agent.answer.evidence import (
     score_units,
     units_of,
 )
-from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.focus import SIZE_UNITS, TIME_UNITS, focus_of
 from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.agent.kinds import RepairAction
@@ -57,6 +57,7 @@ ANSWERABLE_COVERAGE = 0.3
 # A question word no readable chunk holds counts as a paraphrase only in a unit at least
 # this close in meaning to the question (cosine, the KB's sentence embedder); a unit
 # SAME_MEANING close covers the question whatever its words. Among the best COVER_TOP.
+_UNIT_WORD = re.compile(rf"(?:{TIME_UNITS}|{SIZE_UNITS})", re.I)  # "with milliseconds"
 PARAPHRASE_SIMILARITY = 0.53
 SAME_MEANING = 0.8
 SIMILARITY_COVER = 0.5  # what closeness of meaning (above 0.3) adds to word coverage
@@ -150,8 +151,7 @@ class Grounding:
             if missing:
                 return f"it never mentions \u201c{missing}\u201d"
         for word in tool_names(self.question):  # "with certbot": a name, in lower case
-            if word not in pool and self.is_word is not None and self.is_word(word) is False \
-                    and self.mentioned is not None and not self.mentioned(word):
+            if self._unknown_name(word.lower(), pool):
                 return f"it never mentions \u201c{word}\u201d"
         for year in dict.fromkeys(re.findall(r"\b(?:19|20)\d\d\b", self.question)):
             if year not in pool:
@@ -188,6 +188,15 @@ class Grounding:
             if s.present + SIMILARITY_COVER * max(0.0, s.similarity - 0.3) >= threshold:
                 return None
         return ""
+
+    def _unknown_name(self, word: str, pool: str) -> bool:
+        """Is ``word`` (a tool's name in the question) no unit, no ordinary word of the
+        embedder's vocabulary, in its singular neither, and held by no readable chunk?"""
+        if _UNIT_WORD.fullmatch(word) or self.is_word is None or self.mentioned is None:
+            return False
+        forms = dict.fromkeys([word, word[:-1] if word.endswith("s") else word])
+        return all(f not in pool and self.is_word(f) is False and not self.mentioned(f)
+                   for f in forms)
 
     def _never_mentioned(self, name: str, pool: str) -> str:
         """``name`` (or the word of it) that no chunk the caller may read mentions; ""

@@ -73,8 +73,8 @@ _FUNCTION_WORDS = frozenset("is are was were does do did the a an of can could w
                             "should has have had may might must".split())
 _GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
 # nouns after a class noun that make it an attribute's qualifier ("file permissions")
-_ATTRIBUTE_HEADS = frozenset("permissions permission size sizes owner ownership mode modes "
-                             "length count limit limits number".split())
+# (nouns only: "Which setting limits the number ...": "limits" is the verb)
+_ATTRIBUTE_HEADS = frozenset("permissions permission owner ownership mode modes".split())
 
 
 def class_word(question: str) -> str:
@@ -108,12 +108,12 @@ def asks_class(q: str) -> bool:
                for i, w in enumerate(words[:-1]))
 
 
-# a lower-case word after "with", "using", "on" ...: the tool or platform used ("with
-# certbot", "on kubernetes"), a name even in lower case when it is no ordinary word
-_TOOL_NAME = re.compile(r"\b(?:with|using|via|through|on|in|from|into|under|inside)\s+"
-                        r"([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b")
+# a word after "with", "using", "via", "through": the tool used ("with certbot"), a name
+# even in lower case when it is no ordinary word
+_TOOL_NAME = re.compile(r"\b(?:with|using|via|through)\s+([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b",
+                        re.I)
 
 
 def tool_names(question: str) -> list[str]:
-    """Lower-case words a question puts where a tool's or platform's name goes."""
+    """Words a question puts where a tool's name goes ("with certbot", "using docker")."""
     return list(dict.fromkeys(m.group(1) for m in _TOOL_NAME.finditer(question)))

@@ -70,8 +70,8 @@ _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|aro
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?:an|ese|ish|i|ch)$")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 # where a sentence's clauses part (a yes/no is read from one of them)
-_CLAUSES = re.compile(r",?\s+(?:but|although|though|whereas|however|except that)\s+|;\s+|"
-                      r"\s+[-–—]\s+", re.I)
+_CLAUSES = re.compile(r",?(?<!\s)\s+(?:but|although|though|whereas|however|except that)\s+|"
+                      r";\s+|(?<!\s)\s+[-–—]\s+", re.I)
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
 _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
 # a span right after these is what the fact is not ("INTEGER affinity, not REAL")
@@ -356,9 +356,14 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
         return None
     # the clause that says what is asked decides ("X is still supported on NFS, but
     # there is no promise ...": yes): the one sharing most of the question's words
+    # unless another clause negates a thing asked that it lacks ("includes email support
+    # but no SSO": no)
     clauses = [c for c in _CLAUSES.split(sentence) if c.strip()] or [sentence]
     said = max(clauses, key=lambda c: len(_stems_of(c) & focus.terms))
-    negated = _NEGATION.search(said) is not None
+    asked = _stems_of(said) & focus.terms
+    negated = _NEGATION.search(said) is not None or any(
+        _NEGATION.search(c) and (_stems_of(c) & focus.terms) - asked
+        for c in clauses if c is not said)
     return "No" if negated != focus.negated else "Yes"
 
 

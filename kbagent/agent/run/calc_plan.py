@@ -289,7 +289,11 @@ def _convert(question: str) -> CalcPlan | None:
     if (m.group("aux") or "").lower() in ("does", "do", "did", "can", "will") and len(words) > 1:
         # "does the page cache hold", "does the cache keep credentials": the subject ends
         # at its verb (the last word when none of the usual verbs is there)
-        at = next((i for i, w in enumerate(words) if i and w.lower() in _VERBS), len(words) - 1)
+        # (the last one: "does the send buffer hold"; never the subject's first word)
+        first = 1 if words[0].lower() in ("the", "a", "an", "this", "that", "its", "your",
+                                          "my", "our", "their") else 0
+        at = max((i for i, w in enumerate(words) if i > first and w.lower() in _VERBS),
+                 default=len(words) - 1)
         words = words[:at]
     item = _clean(" ".join(words))
     if not item:

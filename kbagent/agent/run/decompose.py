@@ -194,8 +194,8 @@ def answer_value(question: str, units: list[Unit]) -> Value | None:
             if n is None or number is None or n.start() - span.start > 2:
                 continue
             shown, measure, compound = _value(n.start(), n.end(), u.text)
-            if measure is None and compound is None:
-                measure = stated_unit(u.text)
+            if measure is None and compound is None:  # told before the figure, not after
+                measure = stated_unit(u.text[:n.start()])
                 shown = f"{shown} {measure.name}" if measure else shown
             return Value(number, shown.strip(), u, measure, compound)
     return None

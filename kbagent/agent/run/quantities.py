@@ -184,7 +184,7 @@ def best_unit(units: list[Measure], result_base: float) -> Measure:
 
 
 # a unit a sentence measures its figures in, stated apart from them
-_STATED_UNIT = re.compile(r"\b(?:number of|in|measured in)\s+([a-z]{2,})\b|<([a-z]{2,})>")
+_STATED_UNIT = re.compile(r"\b(?:number of|in|measured in)\s+([a-z]{2,})\b|<([a-z]{2,})>", re.I)
 
 
 def stated_unit(text: str) -> Measure | None:
