@@ -144,17 +144,18 @@ def qualified(question: str, sentence: str) -> list[int]:
     return ends
 
 
-_DIRECTORY = re.compile(r"\b(?:directory|directories|folder|dir|path)\b", re.I)
-_OPTION = re.compile(r"\b(?:option|flag|switch)s?\b", re.I)
+_DIRECTORIES = frozenset("directory directories folder folders dir".split())
+_OPTIONS = frozenset("option options flag flags switch switches".split())
 
 
 def path_kind(focus: Focus, span: str) -> bool:
-    """Can ``span`` be the kind of path asked for? A directory (folder, path) has a
-    slash, an option a leading dash; a file anything path-like."""
-    q = focus.question
-    if _DIRECTORY.search(q) and not _OPTION.search(q):
+    """Can ``span`` be the kind of path asked for, by the class the question names? A
+    directory (folder) has a slash, an option a leading dash; a file anything path-like
+    ("in which file are the startup options": a file, whatever "options" it holds)."""
+    asked = focus.class_noun.lower()
+    if asked in _DIRECTORIES:
         return "/" in span or "\\" in span
-    if _OPTION.search(q) and not _DIRECTORY.search(q):
+    if asked in _OPTIONS:
         return span.startswith("-")
     return True
 
