@@ -59,10 +59,17 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     ("A Team-tier customer keeps getting HTTP 429 errors during a nightly batch job. What "
      "are their options?", AskMode.RAG),
     ("hi", AskMode.DIRECT), ("thanks!", AskMode.DIRECT), ("who are you?", AskMode.DIRECT),
+    # thanks with praise or a second courtesy word is small talk
+    ("thanks, that was helpful", AskMode.DIRECT), ("great, thanks a lot", AskMode.DIRECT),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
     assert multi_hop(question) is None
     assert route(question) == mode
+
+
+def test_a_question_after_thanks_is_searched():
+    assert route("Thanks for the help, now what is the TTL?") is not AskMode.DIRECT
+    assert route("ok, what is the TTL?") is not AskMode.DIRECT
 
 
 # ------------------------------------------------------------- pure pieces

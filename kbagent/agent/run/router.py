@@ -15,11 +15,17 @@ from kbagent.agent.run.hops import compared, names_in
 
 HopKind = Literal["bridge", "comparison"]
 
+_COURTESY = r"thanks?|thank you|thx|cheers|ok(?:ay)?|cool|great|nice|perfect|bye|goodbye"
+# small talk, a second courtesy word ("great, thanks a lot") and a word of praise ("thanks,
+# that was helpful") allowed: nothing to search
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening)|greetings|"
-    r"thanks?|thank you|thx|cheers|ok(?:ay)?|cool|great|nice|bye|goodbye|see you|"
+    rf"{_COURTESY}|see you|"
     r"how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
-    r"help|are you there)\b[\s!.?,:)]*(?:there|kbagent|again|so much|a lot|you)?[\s!.?]*$",
+    r"help|are you there)\b[\s!.?,:)]*"
+    rf"(?:(?:{_COURTESY})\b[\s!.?,:)]*)?(?:there|kbagent|again|so much|a lot|you)?[\s!.?,]*"
+    r"(?:(?:that|this|it)(?: was|'s| is) (?:very |really |so |super )?(?:helpful|useful|great|"
+    r"perfect|nice|good|clear)[\s!.?]*)?$",
     re.IGNORECASE,
 )
 _COMPOSITE = re.compile(
