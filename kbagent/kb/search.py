@@ -100,35 +100,37 @@ class HybridSearcher:
                 out[space] = embedder.encode([valid_unicode(query)])[0]
         return out
 
+    def _first_space(self) -> str | None:
+        """The embedding space of the first KB with vectors to compare in (None: none)."""
+        return next((kb.embedding_space for kb in self.kbs
+                     if not (kb.vectors_pending and len(kb.vectors) == 0)), None)
+
     def is_word(self, word: str) -> bool | None:
         """Is ``word`` an ordinary word of the first searchable KB's embedder vocabulary
         (None when that embedder cannot say: a remote one)? A lower-case word that is
         not, and that no chunk holds, is a name the KB never mentions ("certbot")."""
-        for kb in self.kbs:
-            if kb.vectors_pending and len(kb.vectors) == 0:
-                continue
-            try:  # a check that fails says nothing (an embedder that cannot load)
-                check = getattr(self._embedder_for(kb.embedding_space), "is_word", None)
-                return bool(check(word)) if check is not None else None
-            except Exception:
-                return None
-        return None
+        space = self._first_space()
+        if space is None:
+            return None
+        try:  # a check that fails says nothing (an embedder that cannot load)
+            check = getattr(self._embedder_for(space), "is_word", None)
+            return bool(check(word)) if check is not None else None
+        except Exception:
+            return None
 
     def embed_texts(self, texts: list[str]) -> np.ndarray | None:
         """L2-normalised vectors of ``texts`` by the first searchable KB's embedder, in
         one batched call (None when no KB has vectors to compare in). The agent ranks
         evidence sentences with them: a paraphrase ("roll over" for "carry over") is
         close in this space though it shares no word."""
-        for kb in self.kbs:
-            if kb.vectors_pending and len(kb.vectors) == 0:
-                continue
-            embedder = self._embedder_for(kb.embedding_space)
-            vecs = embedder.encode([valid_unicode(t) for t in texts])
-            norms = np.linalg.norm(vecs, axis=1)
-            norms[norms == 0] = 1.0
-            unit: np.ndarray = vecs / norms[:, None]
-            return unit
-        return None
+        space = self._first_space()
+        if space is None:
+            return None
+        vecs = self._embedder_for(space).encode([valid_unicode(t) for t in texts])
+        norms = np.linalg.norm(vecs, axis=1)
+        norms[norms == 0] = 1.0
+        unit: np.ndarray = vecs / norms[:, None]
+        return unit
 
     def search(
         self,

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 
-from kbagent.agent.answer.focus import Focus, exact
+from kbagent.agent.answer.focus import PARAM_VALUE, Focus, exact
 
 # a value a source states as the default, when the question asks for the default: more
 # than any figure of the right unit nearby ("never set it to less than 10 seconds")
 DEFAULT_STATED = 1.0
 NAMED_VALUE = 1.5  # the value in parentheses after the parameter the question names
-PARAM_VALUE = r"\s+\((?:default:\s*)?(?P<v>[^()\s][^()]{0,40})\)"
 
 # a word of a default's value: no comma ends it that groups digits ("the default is 5,000")
 _V = r"(?:[^\s,;]|(?<=\d),(?=\d{3}(?!\d)))+"

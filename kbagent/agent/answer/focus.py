@@ -67,6 +67,7 @@ SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|b
 MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
 
+PARAM_VALUE = r"\s+\((?:default:\s*)?(?P<v>[^()\s][^()]{0,40})\)"  # after a name: " (2048)"
 # what a unit of each kind looks like in a source sentence
 TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
     # not the section of a manual page ("postscreen(8)")
@@ -104,7 +105,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
     # a manual page's "line_length_limit (2048)": a parameter with its default
     AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
-                                   r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\s+\([^()\s][^()]{0,40}\)|"
+                                   rf"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+{PARAM_VALUE}|"
                                    r"\bif (?:not |omitted|unspecified|absent|no )", re.I),
     AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"
                                 r"[A-Z][\w'&.-]*)*|`[^`]+`|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
@@ -112,8 +113,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"“[^”]{1,40}”"),
 }
 
-_AUX = AUX
-_YESNO = re.compile(rf"^\s*(?:{_AUX})\b", re.I)
+_YESNO = re.compile(rf"^\s*(?:{AUX})\b", re.I)
 _CHOICE = re.compile(r"(?:^|,|:|\b(?:which|who|what)\b[^?]*?)\s*(?P<a>[^,?]+?)\s+or\s+"
                      r"(?P<b>[^,?]+?)\s*\??\s*$", re.I)
 _CHOICE_LEAD = re.compile(r"^\s*(?:which|who|what|whose|is|are|was|were|does|do|did)\b", re.I)
@@ -210,7 +210,7 @@ _UNIT_END = frozenset("can could do does did are is were was will would should s
 _LEAD_CLAUSE = re.compile(
     r"^(?:(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|after|"
     r"before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*)+"
-    rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{_AUX})\b)", re.I)
+    rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{AUX})\b)", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "

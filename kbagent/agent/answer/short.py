@@ -130,8 +130,10 @@ def _named_at(focus: Focus, sentence: str) -> list[tuple[int, int]]:
     return out
 
 
-def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
-    """(span, offset, bonus) of the kind asked for, before ranking."""
+def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]]
+               ) -> list[tuple[str, int, float]]:
+    """(span, offset, bonus) of the kind asked for, before ranking; ``defined``: the
+    subject the sentence defines (:func:`defined_subject`), for a name question."""
     t = focus.answer_type
     out: list[tuple[str, int, float]] = []
     asks = asks_default(focus, sentence)
@@ -195,7 +197,7 @@ def _raw_spans(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((o, i, 0.0))
         return out
     if t is AnswerType.NAME:
-        out += class_members(focus, sentence) + defined_subject(focus, sentence)
+        out += class_members(focus, sentence) + defined
     if pattern is not None:
         year_only = t is AnswerType.DATE and re.search(
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
@@ -283,8 +285,9 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
     out: list[Span] = []
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
-    defined = {x for x, _, _ in defined_subject(focus, sentence)} if t is AnswerType.NAME else set()
-    for raw, start, bonus in _raw_spans(focus, sentence):
+    subject = defined_subject(focus, sentence) if t is AnswerType.NAME else []
+    defined = {x for x, _, _ in subject}
+    for raw, start, bonus in _raw_spans(focus, sentence, subject):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
         term = start == 0 and (_TERM_IS.match(sentence) is not None or raw in defined)

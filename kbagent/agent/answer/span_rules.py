@@ -124,7 +124,7 @@ def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
 
 # a condition of the question with a version or a year: "before Postfix 2.4", "since
 # 2019", "in Postfix 3.6" (not "in 2026": a period the whole question is about)
-_QUALIFIER = re.compile(r"\b(?:(?:before|after|since|prior to|until|as of)\s+(?:[A-Za-z][\w.-]*"
+_CONDITION = re.compile(r"\b(?:(?:before|after|since|prior to|until|as of)\s+(?:[A-Za-z][\w.-]*"
                         r"\s+){0,2}v?\d+(?:\.\d+)*|(?:in|with|from)\s+(?:[A-Za-z][\w.-]*\s+){0,2}"
                         r"v?\d+(?:\.\d+)+)\b", re.I)
 
@@ -135,7 +135,7 @@ def qualified(question: str, sentence: str) -> list[int]:
     Postfix 2.4: 1000s)")."""
     low = sentence.lower()
     ends = []
-    for m in _QUALIFIER.finditer(question):
+    for m in _CONDITION.finditer(question):
         phrase = " ".join(m.group().lower().split())
         at = low.find(phrase)
         while at >= 0:

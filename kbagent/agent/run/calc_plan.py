@@ -290,8 +290,7 @@ def _convert(question: str) -> CalcPlan | None:
         # "does the page cache hold", "does the cache keep credentials": the subject ends
         # at its verb (the last word when none of the usual verbs is there)
         # (the last one: "does the send buffer hold"; never the subject's first word)
-        first = 1 if words[0].lower() in ("the", "a", "an", "this", "that", "its", "your",
-                                          "my", "our", "their") else 0
+        first = 1 if _DET.match(f"{words[0]} ") else 0
         at = max((i for i, w in enumerate(words) if i > first and w.lower() in _VERBS),
                  default=len(words) - 1)
         words = words[:at]
