@@ -28,13 +28,16 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.named import named_things
 from kbagent.agent.answer.phrasing import (
     AUX,
     DEFAULT_INTENT,
     ENDS_WHEN,
     LENGTH,
+    NEGATED,
     asks_class,
     class_word,
+    is_there_class,
     names_a_thing,
 )
 
@@ -67,6 +70,9 @@ SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|b
 MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
 
+# the classes whose members are called by name, and a call ("std.querysort(req.url)")
+CALLABLE = re.compile(r"^(?:function|method|procedure|routine|macro)s?$", re.I)
+CALL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(")
 PARAM_VALUE = r"\s+\((?:default:\s*)?(?P<v>[^()\s][^()]{0,40})\)"  # after a name: " (2048)"
 # what a unit of each kind looks like in a source sentence
 TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
@@ -92,7 +98,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
     AnswerType.VERSION: re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+(?![\w.]?\d)|"
                                    r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
-                                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
+                                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b[1-5]\d\d\b|"
                                  r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b|"  # AH00124
                                  # POSIX signals, with or without their SIG prefix
                                  r"\b(?:SIG)?(?:HUP|INT|QUIT|KILL|TERM|USR1|USR2|WINCH|ALRM|"
@@ -147,7 +153,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
     (re.compile(r"\bhow (?:long|often|soon|frequently)\b|\bhow much time\b|\b(?:shortest|longest|"
                 r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+){0,3}(?:time|wait)\b|"
-                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:timeout|"
+                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:time-?outs?|"
                 r"interval|duration|delay|period|lifetime|ttl|backoff|window)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),
@@ -215,20 +221,6 @@ _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
     "capacity version path directory file name error exception code price cost rate "
     "percentage deadline lifetime quota retention"))
-_CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\w.]*|\.[A-Za-z_]"
-                        r"\w*)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[A-Z0-9_]*|[A-Za-z_]\w*=[\w.]*)"
-                        r"(?![\w/])")
-# a quoted term; a single quote only where it is no apostrophe ("a folder's URL, if I
-# haven't" quotes nothing)
-_QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]|(?<!\w)['‘]([^'’]{2,60})['’](?!\w)")
-_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:de |von |van )?"
-                          r"[A-Z][\w'&.-]*)*)")
-_NOT_NAMES = frozenset(
-    "I A An The What Which Who Whom Whose When Where Why How Is Are Was Were Does Do Did Can "
-    "Could Will Would Should Has Have Had May Might Must If In On At For From With By To Of "
-    "And Or But Tell Give List Show Find Explain Describe Please Out".split())
-
-
 @dataclass(frozen=True)
 class Focus:
     question: str
@@ -257,6 +249,8 @@ class Focus:
         if pattern is None:
             return True
         if t is AnswerType.NAME:
+            if CALLABLE.match(self.class_noun) and CALL.search(text):
+                return True  # "std.querysort(req.url)" for "which function"
             return any(not in_question(m.group(), self.question) and m.start() > 0
                        for m in pattern.finditer(text))
         if t is AnswerType.NUMBER and self.unit:
@@ -308,27 +302,6 @@ def _options(question: str) -> tuple[str, ...]:
     return (a, b)
 
 
-def named_things(question: str) -> tuple[str, ...]:
-    """Code terms, quoted terms and capitalised names of ``question``, in order."""
-    out: list[str] = []
-    for m in _CODE_TERM.finditer(question):
-        term = (m.group(1) or m.group(2) or "").strip()
-        if term and term not in _NOT_NAMES:
-            out.append(term)
-    out += [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(question)]
-    first = len(question) - len(question.lstrip())
-    for m in _CAPITALISED.finditer(question):
-        words = m.group(1).split()
-        if m.start() == first:
-            words = words[1:]
-        while words and words[0] in _NOT_NAMES:
-            words = words[1:]
-        name = " ".join(words)
-        if name and not any(name in x or x in name for x in out):
-            out.append(name)
-    return tuple(dict.fromkeys(x for x in out if x))
-
-
 # kinds a question for a member of a class ("which option", "what variable") is not,
 # whatever words follow it ("... sets the speed", "... limits the size")
 _CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE,
@@ -338,6 +311,8 @@ _CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PR
 
 def _kind(q: str) -> AnswerType:
     """The kind of answer a question (without its leading clause) asks for."""
+    if is_there_class(q):
+        return AnswerType.NAME  # "Is there a function that ...?": which one
     if _YESNO.match(q):
         return AnswerType.YESNO
     if LENGTH.search(q):
@@ -395,6 +370,6 @@ def focus_of(question: str) -> Focus:
     focus |= terms & _ATTRIBUTES
     if unit:
         focus |= content_tokens(unit)
-    negated = re.search(r"\b(?:not|never|no)\b|n't\b", q, re.I) is not None
+    negated = NEGATED.search(q) is not None
     return Focus(q, terms, frozenset(focus & (terms | content_tokens(" ".join(named)))),
                  named, kind, unit, options, negated, class_word(q))

@@ -37,6 +37,11 @@ KNOWN_AS = re.compile(r"\b(?:known|referred to|named|called) as what\b|\b(?:in|o
                       r"actor|actress|author|writer|director|band|group|company|city|film|"
                       r"person|player|man|woman)\b", re.I)
 ENDS_WHEN = re.compile(r"\bwhen\s*\?\s*$", re.I)
+# a negative question ("isn't", "not"): a source sentence that is negative too says yes
+NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
+# "... without restarting it?": negative where the source speaks of restarting ("it is
+# not necessary to restart"), not where it does not ("you can store a longer string")
+WITHOUT = re.compile(r"\bwithout\s+((?:[\w'-]+\s+){0,3}[\w'-]+)", re.I)
 
 
 def names_a_thing(q: str) -> bool:
@@ -80,6 +85,8 @@ _ATTRIBUTE_HEADS = frozenset("permissions permission owner ownership mode modes"
 def class_word(question: str) -> str:
     """The class a name question asks for: "variable" in "Which environment variable
     sets ...", "hash" in "Which hash does ...", "MPM" in "which MPM is ..."; "" when none."""
+    if there := is_there_class(question):
+        return there
     m = _WHICH_PHRASE.search(question)
     if m is not None:
         # "What was the name of ...": function words are no class
@@ -93,6 +100,19 @@ def class_word(question: str) -> str:
                 return w
     m = _CLASS_WORD.search(question)
     return str(m.group(1)) if m else ""
+
+
+# "Is there a std function that sorts ...": the thing's name is wanted, not yes or no
+_IS_THERE = re.compile(r"^\s*(?:is|are)\s+there\s+(?:a|an|any|some|one)\s+((?:[\w.-]+\s+){0,3}?)"
+                       r"([\w-]+?)s?\s+(?:that|which|who|to|for|i|we|you)\b", re.I)
+
+
+def is_there_class(q: str) -> str:
+    """The class noun of an "Is there a <class> that ...?" question ("function"), or ""."""
+    m = _IS_THERE.match(q)
+    if m is None or m.group(2).lower() not in CLASS_NOUNS:
+        return ""
+    return m.group(2)
 
 
 def asks_class(q: str) -> bool:

@@ -37,6 +37,7 @@ from kbagent.agent.answer.focus import (
     Focus,
     in_question,
 )
+from kbagent.agent.answer.phrasing import WITHOUT
 from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
     DOTTED,
@@ -72,10 +73,13 @@ _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n'
 # where a sentence's clauses part (a yes/no is read from one of them)
 _CLAUSES = re.compile(r",?(?<!\s)\s+(?:but|although|though|whereas|however|except that)\s+|"
                       r";\s+|(?<!\s)\s+[-–—]\s+", re.I)
+# an option's value after it: a number ("-s 256"), a key=value ("-p name=val")
+_OPTION_ARG = re.compile(r"\s+(?:\d[\w.,]*|[\w.-]+=[\w.,-]+)(?=[\s,;)]|[.:]?$)")
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
 _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
 # a span right after these is what the fact is not ("INTEGER affinity, not REAL")
-_NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|except|unlike)\s+"
+_NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|different (?:than|from)|"
+                         r"except|unlike)\s+"
                          r"(?:the\s+|an?\s+)?$", re.I)
 # where a clause starts: its first word is capitalised anyway ("...: All of the code")
 _CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
@@ -214,6 +218,9 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 text = year.group()
             if t is AnswerType.PATH and not path_kind(focus, text):
                 continue  # "-p" is no directory, "/var/spool" no option
+            if t is AnswerType.PATH and text.startswith("-") and (
+                    arg := _OPTION_ARG.match(sentence, m.end())):
+                text += arg.group()  # "ulimit -s 256": the option with its value
             out.append((text, m.start(), 0.0))
     return out
 
@@ -367,7 +374,10 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     negated = _NEGATION.search(said) is not None or any(
         _NEGATION.search(c) and (_stems_of(c) & focus.terms) - asked
         for c in clauses if c is not said)
-    return "No" if negated != focus.negated else "Yes"
+    without = WITHOUT.search(focus.question)
+    asked_negative = focus.negated or bool(
+        without and _stems_of(without.group(1)) & _stems_of(said) - _stems_of("it being"))
+    return "No" if negated != asked_negative else "Yes"
 
 
 def short_answer(focus: Focus, sentence: str, common: frozenset[str] = frozenset()

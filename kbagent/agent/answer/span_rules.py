@@ -10,7 +10,7 @@ import itertools
 import re
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.focus import Focus
+from kbagent.agent.answer.focus import CALL, CALLABLE, Focus
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
@@ -81,6 +81,8 @@ def class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((w, prev.start(), -0.3 if plain else 0.0))
         if stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
             out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
+    if CALLABLE.match(focus.class_noun):  # "std.querysort(req.url)": called by name
+        out += [(m.group(1), m.start(1), 0.3) for m in CALL.finditer(sentence)]
     return out
 
 

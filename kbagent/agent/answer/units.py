@@ -59,6 +59,9 @@ _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
 _OPEN_END = re.compile(r"[^.!?:;\s][\"')\]]*\s*$")  # a line that ends no sentence
 _GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
+_CAPITAL_START = re.compile(r"\s*[A-Z][\w'’.-]*[\s.,;:]")
+_WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
+                        r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
 TERM_MAX_CHARS = 80
 DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each with its term
 TERM_MAX_WORDS = 8
@@ -167,8 +170,12 @@ def _continues(previous: str, line: str) -> bool:
     """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
     a paragraph's source line breaks: "... when the current source code" / "cannot be
     tested.")"""
-    return (_OPEN_END.search(previous) is not None and _GOES_ON.match(line) is not None
-            and not _BLOCK_START.match(line))
+    if _BLOCK_START.match(line) or _OPEN_END.search(previous) is None:
+        return False
+    # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
+    # a line that ends on a function word, or on a name after one, is not done
+    return _GOES_ON.match(line) is not None or (
+        _CAPITAL_START.match(line) is not None and _WORD_OPEN.search(previous) is not None)
 
 
 def _indent(line: str) -> int:

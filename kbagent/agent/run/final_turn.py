@@ -160,8 +160,13 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
     # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
     common = _common_names(s) if focus.answer_type is AnswerType.NAME else frozenset()
+    top = fresh[0].unit if fresh else None
     for i, e in enumerate(fresh[:SHORT_FROM]):
-        if e.coverage < SHORT_COVERAGE * fresh[0].coverage:
+        # the sentences right after the best one go on with its topic ("you must reduce
+        # the maximum stack size. Reduce it by adding ulimit -s 256"): it need not repeat
+        # the question's words
+        follows = top is not None and e.unit.n == top.n and 0 < e.unit.position - top.position <= 2
+        if e.coverage < SHORT_COVERAGE * fresh[0].coverage and not follows:
             continue
         ranked = spans(focus, e.unit.text, common)
         score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0

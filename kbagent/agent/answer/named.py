@@ -1,0 +1,42 @@
+"""The things a question names, verbatim, for :mod:`~kbagent.agent.answer.focus`: code terms
+(``lru_cache``, ``SQLITE_MAX_ATTACHED``, ``maxsize=``), quoted terms and capitalised names
+that are not the question's first word ("Kestrel Gateway").
+"""
+
+from __future__ import annotations
+
+import re
+
+_CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\w.]*|\.[A-Za-z_]"
+                        r"\w*)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[A-Z0-9_]*|[A-Za-z_]\w*=[\w.]*)"
+                        r"(?![\w/])")
+# a quoted term; a single quote only where it is no apostrophe ("a folder's URL, if I
+# haven't" quotes nothing)
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]|(?<!\w)['‘]([^'’]{2,60})['’](?!\w)")
+_CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:de |von |van )?"
+                          r"[A-Z][\w'&.-]*)*)")
+_NOT_NAMES = frozenset(
+    "I A An The What Which Who Whom Whose When Where Why How Is Are Was Were Does Do Did Can "
+    "Could Will Would Should Has Have Had May Might Must If In On At For From With By To Of "
+    "And Or But Tell Give List Show Find Explain Describe Please Out".split())
+
+
+def named_things(question: str) -> tuple[str, ...]:
+    """Code terms, quoted terms and capitalised names of ``question``, in order."""
+    out: list[str] = []
+    for m in _CODE_TERM.finditer(question):
+        term = (m.group(1) or m.group(2) or "").strip()
+        if term and term not in _NOT_NAMES:
+            out.append(term)
+    out += [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(question)]
+    first = len(question) - len(question.lstrip())
+    for m in _CAPITALISED.finditer(question):
+        words = m.group(1).split()
+        if m.start() == first:
+            words = words[1:]
+        while words and words[0] in _NOT_NAMES:
+            words = words[1:]
+        name = " ".join(words)
+        if name and not any(name in x or x in name for x in out):
+            out.append(name)
+    return tuple(dict.fromkeys(x for x in out if x))
