@@ -1,8 +1,10 @@
 """Forms of answers in documentation (issue 22, session 6): a function asked for as "is
 there a function that ...", a yes/no asked "without restarting", a time-out asked "in
 seconds", a protocol's status codes below 400, an option with its value ("-s 256"), a
-value excluded by "different than", the sentence after a topic sentence, and a name
-that a paragraph's source line break cuts in two.
+value excluded by "different than", the sentence after a topic sentence, a name that a
+paragraph's source line break cuts in two, a short sentence that goes on with the one
+before ("It defaults to ..."), and a list of settings ("name = value") led into by a
+sentence.
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -136,3 +138,26 @@ def test_the_sentence_after_the_topic_sentence_gives_the_fact(tmp_path: Path):
     final = next(e for e in events if isinstance(e, Final))
     assert final.result.short_answer.startswith("-s 256 [")
     assert final.result.answer.startswith("-s 256 [")
+
+
+def test_a_short_sentence_that_goes_on_with_the_one_before_is_one_unit_with_it():
+    raw = ("The optional runuser argument names the user for the helper process. It "
+           "defaults to probecache.\n")
+    texts = [u.text for u in units_of(_cite(raw))]
+    assert texts == ["The optional runuser argument names the user for the helper process. "
+                     "It defaults to probecache."]
+    f = focus_of("Which user does the helper process run as by default?")
+    assert short_answer(f, texts[0]) == "probecache"
+
+
+def test_a_list_of_settings_is_a_unit_each_read_with_the_sentence_that_leads_into_it():
+    raw = ("On platforms with the needed socket options the defaults are set\nto:\n"
+           "keepalive_idle = 600 seconds\nkeepalive_count = 5\nkeepalive_gap = 5 seconds\n"
+           "Note that the proxy applies these only below the system value.\n")
+    units = units_of(_cite(raw))
+    item = next(u for u in units if u.text.startswith("keepalive_idle"))
+    assert item.text == "keepalive_idle = 600 seconds"
+    assert "defaults are set to" in item.context
+    f = focus_of("What is the default keepalive_idle?")
+    assert f.type_match(item.text)
+    assert short_answer(f, item.text) == "600 seconds"

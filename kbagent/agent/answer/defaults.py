@@ -40,7 +40,9 @@ SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_
 # "by default up to 4 attempts", "by default, 30 seconds": a figure after "by default"
 BY_DEFAULT_NUMBER = re.compile(r"\bby default,?\s+(?:(?:up to|at most|at least|about)\s+)?"
                                r"(?P<v>\d[\d,.]*(?:\s?[A-Za-z%]+)?)", re.I)
-KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+)")
+# "maxsize=128", "tcp_keepalive_time = 600 seconds": a unit word after the value is its own
+KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+(?:\s+(?:seconds?|minutes?|"
+                   r"hours?|days?|milliseconds?|bytes?|[KMGT]i?B)\b)?)")
 
 
 def _idents(focus: Focus) -> list[str]:

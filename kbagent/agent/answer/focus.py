@@ -110,7 +110,7 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
                                 r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
     # a manual page's "line_length_limit (2048)": a parameter with its default
-    AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w=\S|\bunless\b|"
+    AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w ?= ?[\w\"'.-]|\bunless\b|"
                                    rf"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+{PARAM_VALUE}|"
                                    r"\bif (?:not |omitted|unspecified|absent|no )", re.I),
     AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"

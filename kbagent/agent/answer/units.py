@@ -59,6 +59,13 @@ _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
 _OPEN_END = re.compile(r"[^.!?:;\s][\"')\]]*\s*$")  # a line that ends no sentence
 _GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
+# a list of settings, one a line: "tcp_keepalive_time = 600 seconds" / "tcp_keepalive_probes = 5"
+_SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
+# a short sentence that goes on with the one before ("The optional user argument
+# specifies which user to use. It defaults to varnish."): one unit with it
+_FOLLOW_UP = re.compile(r"(?:It|Its|This|That|They|These|There)\b")
+FOLLOW_UP_WORDS = 8
+LIST_ITEM_WORDS = 12  # a longer unit after a lead-in sentence is prose again, no item
 _CAPITAL_START = re.compile(r"\s*[A-Z][\w'’.-]*[\s.,;:]")
 _WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
                         r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
@@ -163,14 +170,15 @@ def _is_term(text: str) -> bool:
     """Could this line be the term of a definition ("server.listen", "Timeout")?"""
     text = text.strip()
     return (0 < len(text) <= TERM_MAX_CHARS and len(text.split()) <= TERM_MAX_WORDS
-            and not _TERM_END.search(text) and not _BLOCK_START.match(text))
+            and not _TERM_END.search(text) and not _BLOCK_START.match(text)
+            and not _SETTING.match(text))  # "tcp_keepalive_time = 600 seconds" says a value
 
 
 def _continues(previous: str, line: str) -> bool:
     """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
     a paragraph's source line breaks: "... when the current source code" / "cannot be
     tested.")"""
-    if _BLOCK_START.match(line) or _OPEN_END.search(previous) is None:
+    if _BLOCK_START.match(line) or _OPEN_END.search(previous) is None or _SETTING.match(line):
         return False
     # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
     # a line that ends on a function word, or on a name after one, is not done
@@ -192,6 +200,7 @@ class _Cutter:
         self.para: list[str] = []
         self.term = ""  # the definition the current paragraph belongs to
         self.glossless: list[int] = []  # signatures waiting for their description
+        self.lead = ""  # a sentence that leads into a list ("... are set to:")
 
     def add(self, text: str, kind: UnitKind, context: str = "", gloss: str = "") -> None:
         self.units.append((text, f"{self.heading} {context}".strip(), kind, gloss))
@@ -216,15 +225,28 @@ class _Cutter:
                 text, context, kind, _ = self.units[i]
                 self.units[i] = (text, f"{context} {pieces[0]}", kind, pieces[0])
             self.glossless = []
+        merged: list[str] = []
+        for piece in pieces:
+            if merged and _FOLLOW_UP.match(piece) and len(piece.split()) <= FOLLOW_UP_WORDS:
+                merged[-1] = f"{merged[-1]} {piece}"
+            else:
+                merged.append(piece)
+        pieces = merged
         if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
             pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
         for i, piece in enumerate(pieces):
+            # the items of a list a sentence leads into ("the defaults are set to:" /
+            # "tcp_keepalive_time = 600 seconds") are read with it
+            lead = self.lead if len(piece.split()) <= LIST_ITEM_WORDS else ""
+            self.lead = lead
             if self.term:  # a later sentence keeps what the definition is about
                 first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
                 self.add(f"{self.term}: {piece}", UnitKind.DEFINITION,
                          f"{self.term} {first}".strip(), first)
             else:
-                self.add(piece, UnitKind.SENTENCE)
+                self.add(piece, UnitKind.SENTENCE, lead)
+        if pieces[-1:] and pieces[-1].rstrip().endswith(":"):
+            self.lead = pieces[-1]
         self.para.clear()
         self.term = ""
 
@@ -306,6 +328,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cut.flush()
             cut.glossless = []
             cut.heading = _ANY_TAG.sub(" ", clean_text(line)).strip()  # context for what follows
+            cut.lead = ""
             if sig is not None:
                 cut.signature(sig)
             continue
