@@ -3,8 +3,9 @@ there a function that ...", a yes/no asked "without restarting", a time-out aske
 seconds", a protocol's status codes below 400, an option with its value ("-s 256"), a
 value excluded by "different than", the sentence after a topic sentence, a name that a
 paragraph's source line break cuts in two, a short sentence that goes on with the one
-before ("It defaults to ..."), and a list of settings ("name = value") led into by a
-sentence.
+before ("It defaults to ..."), a list of settings ("name = value") led into by a
+sentence, a definition whose text names the class asked for ("-h radix: ... The default
+hash algorithm"), and a two-part question whose facts lead the answer.
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -161,3 +162,34 @@ def test_a_list_of_settings_is_a_unit_each_read_with_the_sentence_that_leads_int
     f = focus_of("What is the default keepalive_idle?")
     assert f.type_match(item.text)
     assert short_answer(f, item.text) == "600 seconds"
+
+
+def test_a_definition_whose_text_names_the_class_asked_for_answers_with_its_term():
+    f = focus_of("Which hash algorithm does probed use by default?")
+    entry = ("-h radix: self-scaling tree structure. The default hash algorithm in Probe "
+             "2.1 and onwards.")
+    assert spans(f, entry)[0].text == "radix"
+    # a bare option flag names no member: the member is the name the text gives
+    assert spans(f, "-m: Use MD5 hashing for passwords. This is the default.")[0].text == "MD5"
+
+
+def test_an_option_term_is_a_term_though_its_description_starts_in_lower_case():
+    raw = "-h radix\nself-scaling tree structure. The default hash algorithm.\n"
+    units = units_of(_cite(raw))
+    assert [u.text for u in units] == [
+        "-h radix: self-scaling tree structure. The default hash algorithm."]
+
+
+def test_a_two_part_question_states_both_facts_first(sample_home):
+    """The issue's own example on the sample KB: both facts in a few words lead the
+    answer, before each part with the source sentence that says it."""
+    kb = KnowledgeBase(Settings.load(home=sample_home), "sample")
+    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
+                        AgentConfig(mode="rag", tools="full")).run(
+        "How many days of PTO do employees get, and does it roll over?"))
+    final = events[-1]
+    assert isinstance(final, Final)
+    lead, rest = final.result.answer.split(". ", 1)
+    assert lead == final.result.short_answer
+    assert "20 days" in lead and "Yes [" in lead
+    assert "Does it roll over?" in rest

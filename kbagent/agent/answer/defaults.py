@@ -18,6 +18,11 @@ NAMED_VALUE = 1.5  # the value in parentheses after the parameter the question n
 
 # a word of a default's value: no comma ends it that groups digits ("the default is 5,000")
 _V = r"(?:[^\s,;]|(?<=\d),(?=\d{3}(?!\d)))+"
+# "(simple is the new default)", "Y is the default"
+_PRONOUN = re.compile(r"(?:this|that|it|which|what|there|these|those|who)\b", re.I)
+_IS_THE_DEFAULT = re.compile(rf"(?<![\w.-])(?P<v>(?!{_PRONOUN.pattern})[^\s,;(]+"
+                             r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"
+                             r"default\b", re.I)
 DEFAULT_VALUE = [
     # "defaults to 10", "the default is 128", "default value of X is Y", "default: Y"
     re.compile(r"\bdefaults?\s*(?:value\s*)?(?:(?:of|for)\s+[^,.;]{1,40}?\s+)?"
@@ -25,10 +30,7 @@ DEFAULT_VALUE = [
                re.I),
     # "10 by default", "set to 10 by default"
     re.compile(r"(?<![^\s,;()])(?P<v>[^\s,;()]+(?:\s+[^\s,;()]+){0,2})\s+by default\b", re.I),
-    # "(simple is the new default)", "Y is the default"
-    re.compile(r"(?<![\w.-])(?P<v>(?!(?:this|that|it|which|what|there|these|those|who)\b)[^\s,;(]+"
-               r"(?:\s+[^\s,;(]+)?)\s+(?:is|was|becomes) the (?:new |current )?"
-               r"default\b", re.I),
+    _IS_THE_DEFAULT,
     # "if omitted, ... is Y", "when unspecified Y is used"
     re.compile(r"\bif (?:omitted|unspecified|absent|not (?:given|specified|set|supplied)),?\s+"
                r"(?:[^,.;]{0,40}?\s)?(?:is|are|defaults to|becomes|uses?)\s+"
@@ -69,9 +71,16 @@ def stated_defaults(focus: Focus, sentence: str, asks: bool) -> list[tuple[str, 
     out: list[tuple[str, int, float]] = []
     for i, p in enumerate(DEFAULT_VALUE):
         for m in p.finditer(sentence):
-            # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB)
-            value = re.split(r"[.:!?](?:\s|$)", m.group("v"))[0]
-            at = m.start("v")
+            # a value ends with its sentence ("512 MiB. Common unit ...": 512 MiB); before
+            # "is the default" it starts with one ("for passwords. This is the default":
+            # "This", no value)
+            pieces = re.split(r"[.:!?](?:\s|$)", m.group("v"))
+            value, at = pieces[0], m.start("v")
+            if p is _IS_THE_DEFAULT and len(pieces) > 1:
+                value = pieces[-1]
+                if not value or _PRONOUN.match(value):
+                    continue
+                at = m.end("v") - len(value)
             # "Default: TraceLog 250": a reference box restates the setting's name
             # before its value (the configuration syntax)
             named = SETTING_FIRST.match(value)

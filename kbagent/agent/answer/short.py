@@ -55,6 +55,8 @@ from kbagent.agent.answer.span_rules import (
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
+CLASS_TERM_WORDS = 6  # a definition names its term's class within this many words
+CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")
 # kinds of answer known by their form (a default's value must have it too)
 _FORMED = (AnswerType.VERSION, AnswerType.DATE, AnswerType.PATH, AnswerType.ERROR)
 QUALIFIED = 2 * DEFAULT_STATED + 0.5  # the value under the question's condition
@@ -85,6 +87,7 @@ _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|different 
 _CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
 # a definition entry whose sentence is about its term ("ort: This is the default ...")
 _TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
+_TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
     if t in (AnswerType.NAME, AnswerType.DEFAULT) and (term := _TERM_IS.match(sentence)):
         # "octopus: This is the default merge strategy ...": the term is what it says
         out.append((term.group(1), 0, 0.5))
+
     if t is AnswerType.CHOICE:
         low = sentence.lower()
         for o in focus.options:
@@ -223,6 +227,20 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 text += arg.group()  # "ulimit -s 256": the option with its value
             out.append((text, m.start(), 0.0))
     return out
+
+
+def _class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """The term of a definition whose text opens by naming the class asked for ("-h
+    critbit: self-scaling tree. The default hash algorithm ..." for "which hash
+    algorithm"): a member of it (a leading option flag is no part of its name)."""
+    term = _TERM_OF.match(sentence) if focus.class_noun else None
+    if term is None or not (_stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
+                            & stems(focus.class_noun)):
+        return []
+    name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
+    if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS:
+        return []  # "-m: Use MD5 hashing": a bare flag names no member, nor a long label
+    return [(name, term.start(1) + len(term.group(1)) - len(name), 0.6)]
 
 
 def _number_span(text: str, focus: Focus) -> str:
@@ -292,12 +310,13 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
     out: list[Span] = []
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
-    subject = defined_subject(focus, sentence) if t is AnswerType.NAME else []
+    subject = (defined_subject(focus, sentence) + _class_term(focus, sentence)
+               if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
     for raw, start, bonus in _raw_spans(focus, sentence, subject):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
-        term = start == 0 and (_TERM_IS.match(sentence) is not None or raw in defined)
+        term = raw in defined or (start == 0 and _TERM_IS.match(sentence) is not None)
         if t is AnswerType.NAME and not term and not _is_name(raw, sentence, start):
             continue
         if t is AnswerType.NAME and not quoted and raw not in defined:  # a quoted literal,

@@ -66,6 +66,9 @@ _SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
 _FOLLOW_UP = re.compile(r"(?:It|Its|This|That|They|These|There)\b")
 FOLLOW_UP_WORDS = 8
 LIST_ITEM_WORDS = 12  # a longer unit after a lead-in sentence is prose again, no item
+# a command-line option as a definition's term ("-h critbit" / "self-scaling tree ..."):
+# its description may start in lower case
+_OPTION_TERM = re.compile(r"\s*--?[A-Za-z][\w-]*(?:[ =][^\s.]+)?\s*$")
 _CAPITAL_START = re.compile(r"\s*[A-Z][\w'’.-]*[\s.,;:]")
 _WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
                         r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
@@ -365,7 +368,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             if _is_term(line) and nxt.strip() and not _is_term(nxt) and not _BLOCK_START.match(
                     nxt) and not _table_row(nxt) and signature_of(nxt) is None and (
-                    not _continues(line, nxt)):
+                    not _continues(line, nxt) or _OPTION_TERM.match(line)):
                 pending_term = line
                 continue
             pending_term = ""

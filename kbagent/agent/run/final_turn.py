@@ -30,6 +30,7 @@ from collections.abc import Callable, Generator, Iterator
 from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
+from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
 from kbagent.agent.events import Event
@@ -111,8 +112,18 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
             cites.append(found)
             step += 1
         answered = 0
+        said: list[str | None] = []
+        clause_fact = False  # a part asked as a clause has a short answer
         for part, prefer in zip(parts, cites, strict=True):
-            sentence = _part_answer(s, part, prefer)
+            before = s.short_answer
+            said.append(_part_answer(s, part, prefer))
+            clause_fact |= not part.item and s.short_answer != before
+        if clause_fact:
+            # the facts first, in a few words each ("critbit [5]; 2.1 [9]."), then each
+            # part with the source sentence that says it (a compared item's line already
+            # starts with its figure)
+            yield _say(s, f"{s.short_answer}. ", "quote", cited_numbers(s.short_answer))
+        for part, sentence in zip(parts, said, strict=True):
             if sentence is None:
                 yield _say(s, f"{_lead(part)}The knowledge base does not say. ", "notice")
                 continue
