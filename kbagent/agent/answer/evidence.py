@@ -205,7 +205,7 @@ def gather_units(citations: Iterable[Citation]) -> list[Unit]:
 
 
 def best_evidence(question: str, citations: list[Citation], limit: int = 6,
-                  per_chunk: int = 2, vectors: SentenceVectors | None = None
+                  per_chunk: int = 3, vectors: SentenceVectors | None = None
                   ) -> list[Scored]:
     """The ``limit`` best units for ``question`` (at most ``per_chunk`` from a chunk)."""
     ranks = {c.n: i for i, c in enumerate(citations)}

@@ -115,6 +115,9 @@ class UnitKind(StrEnum):
     LINE = "line"  # of source code
 
 
+_IDENT_JOIN = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
+
+
 @dataclass(frozen=True)
 class Unit:
     """One sentence, table row, definition entry, signature or code line of a chunk."""
@@ -128,8 +131,9 @@ class Unit:
 
     @property
     def meaning(self) -> str:
-        """What the sentence embedder reads for this unit."""
-        return f"{self.text} {self.gloss}".strip()
+        """What the sentence embedder reads for this unit: its text and gloss, an
+        identifier's parts as words ("message_size_limit" is about a message's size)."""
+        return _IDENT_JOIN.sub(" ", f"{self.text} {self.gloss}").strip()
 
 
 def _cells(line: str) -> list[str]:
