@@ -5,7 +5,8 @@ value excluded by "different than", the sentence after a topic sentence, a name 
 paragraph's source line break cuts in two, a short sentence that goes on with the one
 before ("It defaults to ..."), a list of settings ("name = value") led into by a
 sentence, a definition whose text names the class asked for ("-h radix: ... The default
-hash algorithm"), and a two-part question whose facts lead the answer.
+hash algorithm"), a two-part question whose facts lead the answer, and a lower-case
+name no page mentions where a tool or a place goes ("into prometheus").
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -193,3 +194,27 @@ def test_a_two_part_question_states_both_facts_first(sample_home):
     assert lead == final.result.short_answer
     assert "20 days" in lead and "Yes [" in lead
     assert "Does it roll over?" in rest
+
+
+def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(
+        settings, make_folder, embedder):
+    from kbagent.kb.ingest import Ingestor
+
+    assert not embedder.is_word("prometheus")
+    docs = {"stats.md": ("# Counters\n\nprobestat shows the proxy's counters. You can graph "
+                         "them with munin, or write them to a file every minute.\n")}
+    Ingestor(settings, "stats", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "stats")
+
+    def ask(question: str):
+        events = list(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                            AgentConfig(mode="rag", tools="full")).run(question))
+        assert isinstance(events[-1], Final)
+        return events[-1].result
+
+    refused = ask("how do I get the probestat counters into prometheus?")
+    assert refused.abstained and "never mentions “prometheus”" in refused.answer
+    # guards: a tool the page mentions, an ordinary word in the same place
+    for question in ["how do I graph the probestat counters in munin?",
+                     "how do I write the probestat counters to a file?"]:
+        assert "never mentions" not in ask(question).answer, question

@@ -128,12 +128,14 @@ def asks_class(q: str) -> bool:
                for i, w in enumerate(words[:-1]))
 
 
-# a word after "with", "using", "via", "through": the tool used ("with certbot"), a name
-# even in lower case when it is no ordinary word
-_TOOL_NAME = re.compile(r"\b(?:with|using|via|through)\s+([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b",
-                        re.I)
+# a word after "with", "using", "via", "through", "into", "on"...: the tool used or the
+# place it goes ("with certbot", "into prometheus", "on kubernetes"), a name even in lower
+# case when it is no ordinary word
+_TOOL_NAME = re.compile(r"\b(?:with|using|via|through|into|onto|to|from|on|in|for)\s+"
+                        r"([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b", re.I)
 
 
 def tool_names(question: str) -> list[str]:
-    """Words a question puts where a tool's name goes ("with certbot", "using docker")."""
+    """Words a question puts where a tool's name goes ("with certbot", "using docker",
+    "into prometheus")."""
     return list(dict.fromkeys(m.group(1) for m in _TOOL_NAME.finditer(question)))
