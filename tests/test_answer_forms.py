@@ -6,7 +6,8 @@ paragraph's source line break cuts in two, a short sentence that goes on with th
 before ("It defaults to ..."), a list of settings ("name = value") led into by a
 sentence, a definition whose text names the class asked for ("-h radix: ... The default
 hash algorithm"), a two-part question whose facts lead the answer, and a lower-case
-name no page mentions where a tool or a place goes ("into prometheus").
+name no page mentions where a tool or a place goes ("into prometheus"), and a first
+name under a heading that gives the full name.
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -218,3 +219,13 @@ def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(
     for question in ["how do I graph the probestat counters in munin?",
                      "how do I write the probestat counters to a file?"]:
         assert "never mentions" not in ask(question).answer, question
+
+
+def test_a_first_name_under_a_heading_that_is_the_full_name_answers_with_the_full_name():
+    f = focus_of("Who looks after the Debian packages of the proxy?")
+    sentence = ("Ingrid works at Example AS and is in charge of packaging the proxy for "
+                "Debian, which means Ubuntu users owe her a thanks also.")
+    found = spans(f, sentence, context="dev guide who.html Ingrid Tangen Halvorsen")
+    assert found[0].text == "Ingrid Tangen Halvorsen"
+    # no heading, no full name: the sentence's first word alone is no name
+    assert all(s.text != "Ingrid" for s in spans(f, sentence))

@@ -296,10 +296,29 @@ def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     return " ".join(words), bonus - 0.8 * shared
 
 
-def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> list[Span]:
+def _heading_name(sentence: str, context: str) -> list[tuple[str, int, float]]:
+    """The full name a section's heading gives the person or thing its sentence names
+    by a first name ("Stig works at ..." under "Stig Sandbeck Mathisen")."""
+    first = re.match(r"([A-Z][a-z'’-]+)\s", sentence)
+    if first is None or first.group(1) in _NO_NAME_STARTS:
+        return []
+    full = re.search(rf"(?<![\w-]){re.escape(first.group(1))}(?:\s+[A-Z][\w'’-]*){{1,3}}",
+                     context)
+    return [(full.group(), 0, 0.4)] if full else []
+
+
+# a sentence's first word that starts no name
+_NO_NAME_STARTS = frozenset("The A An There It This That These Those Here He She They We One "
+                            "Each Every All Some Such Both Either Neither In On At For If When "
+                            "With By To Of And Or But".split())
+
+
+def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
+          context: str = "") -> list[Span]:
     """Candidate short answers in ``sentence`` for the question, best first (empty when
     the question wants no fact, or the sentence holds none of the kind asked for).
-    ``common``: names every cited document uses (:func:`common_names`), ranked down."""
+    ``common``: names every cited document uses (:func:`common_names`), ranked down;
+    ``context``: the unit's heading words (a person's full name in a "who is who")."""
     if not focus.wants_fact or focus.answer_type is AnswerType.YESNO:
         return []
     anchors = _anchors(focus, sentence)
@@ -311,7 +330,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset()) -> 
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
     subject = (defined_subject(focus, sentence) + _class_term(focus, sentence)
-               if t is AnswerType.NAME else [])
+               + _heading_name(sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
     for raw, start, bonus in _raw_spans(focus, sentence, subject):
         text = _clean(raw)

@@ -179,7 +179,7 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         follows = top is not None and e.unit.n == top.n and 0 < e.unit.position - top.position <= 2
         if e.coverage < SHORT_COVERAGE * fresh[0].coverage and not follows:
             continue
-        ranked = spans(focus, e.unit.text, common)
+        ranked = spans(focus, e.unit.text, common, e.unit.context)
         score = ranked[0].score + UNIT_WEIGHT * (e.score - fresh[0].score) if ranked else 0.0
         if ranked and (best is None or score > best[0]):
             best = (score, i, [x.text for x in ranked])
