@@ -7,7 +7,8 @@ before ("It defaults to ..."), a list of settings ("name = value") led into by a
 sentence, a definition whose text names the class asked for ("-h radix: ... The default
 hash algorithm"), a two-part question whose facts lead the answer, and a lower-case
 name no page mentions where a tool or a place goes ("into prometheus"), and a first
-name under a heading that gives the full name.
+name under a heading that gives the full name, and the question's own phrasing word for
+word ("merging more than one branch").
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -229,3 +230,18 @@ def test_a_first_name_under_a_heading_that_is_the_full_name_answers_with_the_ful
     assert found[0].text == "Ingrid Tangen Halvorsen"
     # no heading, no full name: the sentence's first word alone is no name
     assert all(s.text != "Ingrid" for s in spans(f, sentence))
+
+
+def test_the_questions_own_phrasing_tells_apart_entries_that_share_its_words():
+    from kbagent.agent.answer.evidence import score_units
+    from kbagent.agent.answer.units import Unit, UnitKind
+
+    question = ("Which merge strategy does weave use by default when merging more than one "
+                "branch into the current one?")
+    units = [Unit(1, "braid: This is the default merge strategy when pulling or merging one "
+                     "branch.", "weave merge", 0, UnitKind.DEFINITION),
+             Unit(1, "plait: This is the default merge strategy when pulling or merging more "
+                     "than one branch.", "weave merge", 1, UnitKind.DEFINITION)]
+    best = score_units(question, units)[0]
+    assert best.unit.text.startswith("plait:")
+    assert short_answer(focus_of(question), best.unit.text) == "plait"

@@ -172,6 +172,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     chunks_of: dict[str, set[int]] = {}
     for u, key in zip(units, keys, strict=True):
         chunks_of.setdefault(key, set()).add(u.n)
+    phrases = _phrases(f.question)
     lexical = []
     for u, tok, ctx, key in zip(units, tokens, ctx_tokens, keys, strict=True):
         own = sum(idf[t] for t in terms if t in tok)
@@ -183,6 +184,10 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         coverage = min(1.0, raw)
         present = (own + extra) / (total - gone) if total > gone else 0.0
         score = raw + 0.04 / (1 + ranks.get(u.n, 10))
+        # the question's own phrasing, word for word ("merging more than one branch"),
+        # tells apart entries that share all its words ("merging one branch")
+        said = f" {' '.join(_PHRASE_WORD.findall(low))} "
+        score += PHRASE_WEIGHT * min(PHRASE_CAP, sum(1 for x in phrases if f" {x} " in said))
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
         if len(chunks_of[key]) >= BOILERPLATE_CHUNKS:
             score -= BOILERPLATE_PENALTY
@@ -197,6 +202,23 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         out[i] = replace(lexical[i], score=lexical[i].score + SEMANTIC_WEIGHT * max(0.0, sim),
                          similarity=sim)
     out.sort(key=lambda s: (-s.score, s.unit.n, s.unit.position))
+    return out
+
+
+_PHRASE_WORD = re.compile(r"[a-z0-9]+")
+PHRASE_WEIGHT = 0.05  # per three-word run of the question a unit says word for word
+PHRASE_CAP = 3
+
+
+def _phrases(question: str) -> set[str]:
+    """The question's runs of three words with a content word among them, as a unit's
+    words are compared (lower case, punctuation dropped), padded to match whole words."""
+    words = _PHRASE_WORD.findall(question.lower())
+    out = set()
+    for i in range(len(words) - 2):
+        run = words[i:i + 3]
+        if content_tokens(" ".join(run)):
+            out.add(" ".join(run))
     return out
 
 
