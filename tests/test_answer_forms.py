@@ -5,10 +5,10 @@ value excluded by "different than", the sentence after a topic sentence, a name 
 paragraph's source line break cuts in two, a short sentence that goes on with the one
 before ("It defaults to ..."), a list of settings ("name = value") led into by a
 sentence, a definition whose text names the class asked for ("-h radix: ... The default
-hash algorithm"), a two-part question whose facts lead the answer, and a lower-case
-name no page mentions where a tool or a place goes ("into prometheus"), and a first
-name under a heading that gives the full name, and the question's own phrasing word for
-word ("merging more than one branch").
+hash algorithm"), a two-part question whose facts lead the answer, a lower-case name no
+page mentions where a tool or a place goes ("into prometheus"), a first name under a
+heading that gives the full name, and the question's own phrasing word for word
+("merging more than one branch").
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
