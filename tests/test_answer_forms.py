@@ -30,6 +30,7 @@ from kbagent.agent.events import Final
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings
+from tests.agent_runs import run
 from tests.scripted_llm import ScriptedLLM
 
 
@@ -208,18 +209,15 @@ def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(
     Ingestor(settings, "stats", embedder=embedder).run(make_folder(docs))
     kb = KnowledgeBase(settings, "stats")
 
-    def ask(question: str):
-        events = list(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
-                            AgentConfig(mode="rag", tools="full")).run(question))
-        assert isinstance(events[-1], Final)
-        return events[-1].result
-
-    refused = ask("how do I get the probestat counters into prometheus?")
+    answers = {q: run(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                            AgentConfig(mode="rag", tools="full")), q)[1]
+               for q in ["how do I get the probestat counters into prometheus?",
+                         # guards: a tool the page mentions, an ordinary word there
+                         "how do I graph the probestat counters in munin?",
+                         "how do I write the probestat counters to a file?"]}
+    refused, *guards = answers.values()
     assert refused.abstained and "never mentions “prometheus”" in refused.answer
-    # guards: a tool the page mentions, an ordinary word in the same place
-    for question in ["how do I graph the probestat counters in munin?",
-                     "how do I write the probestat counters to a file?"]:
-        assert "never mentions" not in ask(question).answer, question
+    assert not any("never mentions" in r.answer for r in guards)
 
 
 def test_a_first_name_under_a_heading_that_is_the_full_name_answers_with_the_full_name():
