@@ -8,7 +8,8 @@ sentence, a definition whose text names the class asked for ("-h radix: ... The 
 hash algorithm"), a two-part question whose facts lead the answer, a lower-case name no
 page mentions where a tool or a place goes ("into prometheus"), a first name under a
 heading that gives the full name, and the question's own phrasing word for word
-("merging more than one branch").
+("merging more than one branch"), and the years of a multi-hop question, which may sit in
+different chunks.
 
 Constructed text only (the tools, options and people below are invented; none of it
 comes from a held-out folder). Each test fails on the code before this session's change
@@ -243,3 +244,25 @@ def test_the_questions_own_phrasing_tells_apart_entries_that_share_its_words():
     best = score_units(question, units)[0]
     assert best.unit.text.startswith("plait:")
     assert short_answer(focus_of(question), best.unit.text) == "plait"
+
+
+def test_years_of_a_question_may_sit_in_different_chunks(settings, make_folder, embedder):
+    """A question naming two years that two documents state apart ("born ... 1992",
+    "... 2016") is not refused for want of one chunk holding both; a year nothing
+    gathered mentions still is."""
+    from kbagent.kb.ingest import Ingestor
+
+    docs = {"Kai_Mercer.md": ("# Kai Mercer\n\nKai Mercer (born 18 October 1992) is an "
+                              "American professional surfer from Hawaii.\n"),
+            "Ridge_Pro.md": ("# Ridge Pro Lisbon\n\nThe Ridge Pro Lisbon is a surfing "
+                             "contest. The Ridge Pro Lisbon 2016 was won by Kai Mercer.\n")}
+    Ingestor(settings, "surf", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "surf")
+
+    def ask(question: str):
+        return run(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                         AgentConfig(mode="rag", tools="full")), question)[1]
+
+    answered = ask("Which American surfer born in October 1992 won the Ridge Pro Lisbon 2016?")
+    assert not answered.abstained
+    assert ask("Which surfer won the Ridge Pro Lisbon 2019?").abstained

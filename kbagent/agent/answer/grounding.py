@@ -70,6 +70,7 @@ COVER_TOP = 3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
 
 
@@ -170,7 +171,11 @@ class Grounding:
                    if {t for t in content_tokens(w) & f.terms if len(t) > 1} - tokens - counted
                    and (self.mentioned is None or not self.mentioned(w))]
         # identifying numbers: a ticket, a model, a version ("58817", "KE-400", "3.3")
-        numbers = {x for x in numbers_in(self.question) if len(x) >= 3 or "." in x}
+        # (not a year: the rule above checks those against everything gathered, and a
+        # multi-hop question's years sit in different chunks: "born 18 October 1992 won
+        # the Rip Curl Pro Portugal")
+        numbers = {x for x in numbers_in(self.question) if (len(x) >= 3 or "." in x)
+                   and not _YEAR.fullmatch(x)}
         threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(f.terms)))
         # a value (a number, a date...) has a form to find; a name, a path or a default
         # is told by words, and the unit next to the one naming it may well cover it
