@@ -7,8 +7,8 @@ before ("It defaults to ..."), a list of settings ("name = value") led into by a
 sentence, a definition whose text names the class asked for ("-h radix: ... The default
 hash algorithm"), a two-part question whose facts lead the answer, a lower-case name no
 page mentions where a tool or a place goes ("into prometheus"), a first name under a
-heading that gives the full name, and the question's own phrasing word for word
-("merging more than one branch"), and the years of a multi-hop question, which may sit in
+heading that gives the full name, the question's own phrasing word for word ("merging
+more than one branch"), and the years of a multi-hop question, which may sit in
 different chunks.
 
 Constructed text only (the tools, options and people below are invented; none of it
