@@ -37,6 +37,7 @@ from kbagent.agent.answer.focus import (
     Focus,
     in_question,
 )
+from kbagent.agent.answer.name_spans import class_term, heading_name, is_name, trim_name
 from kbagent.agent.answer.phrasing import WITHOUT
 from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
@@ -55,8 +56,6 @@ from kbagent.agent.answer.span_rules import (
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
-CLASS_TERM_WORDS = 6  # a definition names its term's class within this many words
-CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")
 # kinds of answer known by their form (a default's value must have it too)
 _FORMED = (AnswerType.VERSION, AnswerType.DATE, AnswerType.PATH, AnswerType.ERROR)
 QUALIFIED = 2 * DEFAULT_STATED + 0.5  # the value under the question's condition
@@ -83,11 +82,9 @@ _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
 _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|different (?:than|from)|"
                          r"except|unlike)\s+"
                          r"(?:the\s+|an?\s+)?$", re.I)
-# where a clause starts: its first word is capitalised anyway ("...: All of the code")
-_CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
 # a definition entry whose sentence is about its term ("ort: This is the default ...")
 _TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
-_TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
+
 
 
 @dataclass(frozen=True)
@@ -229,20 +226,6 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
     return out
 
 
-def _class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
-    """The term of a definition whose text opens by naming the class asked for ("-h
-    critbit: self-scaling tree. The default hash algorithm ..." for "which hash
-    algorithm"): a member of it (a leading option flag is no part of its name)."""
-    term = _TERM_OF.match(sentence) if focus.class_noun else None
-    if term is None or not (_stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
-                            & stems(focus.class_noun)):
-        return []
-    name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
-    if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS:
-        return []  # "-m: Use MD5 hashing": a bare flag names no member, nor a long label
-    return [(name, term.start(1) + len(term.group(1)) - len(name), 0.6)]
-
-
 def _number_span(text: str, focus: Focus) -> str:
     """A number with its unit; a following word that is not a unit (of the kind asked
     for, or the question's) is dropped: "10 by" -> "10"."""
@@ -270,49 +253,6 @@ def _number_span(text: str, focus: Focus) -> str:
     return f"{number} {first}" if first.endswith("s") and len(first) > 3 else number
 
 
-def _is_name(raw: str, sentence: str, start: int) -> bool:
-    """Can this capitalised span be a name? Not one ordinary word that is capitalised
-    only because a clause starts with it ("...: All of the code"), nor a label
-    ("Description: ...", a table header)."""
-    if sentence[start + len(raw):start + len(raw) + 1] == ":":
-        return False
-    one_word = re.fullmatch(r"[A-Z][a-z'’]+", raw) is not None
-    return not (one_word and _CLAUSE_START.search(sentence[:start]))
-
-
-def _trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
-    """A name without the question's own words at its ends ("NVIDIA L40S GPUs" for
-    "Which GPU...": "NVIDIA L40S"); a name that still shares words with the question is
-    likely its subject, not its answer ("Edge OS" for "the Kestrel Edge appliance")."""
-    def asked(w: str) -> bool:
-        return bool(stems(w) & qwords)
-
-    words = text.split()
-    shared = sum(1 for w in words if asked(w)) / max(1, len(words))
-    while len(words) > 1 and asked(words[-1]):
-        words.pop()
-    while len(words) > 1 and asked(words[0]):
-        words.pop(0)
-    return " ".join(words), bonus - 0.8 * shared
-
-
-def _heading_name(sentence: str, context: str) -> list[tuple[str, int, float]]:
-    """The full name a section's heading gives the person or thing its sentence names
-    by a first name ("Stig works at ..." under "Stig Sandbeck Mathisen")."""
-    first = re.match(r"([A-Z][a-z'’-]+)\s", sentence)
-    if first is None or first.group(1) in _NO_NAME_STARTS:
-        return []
-    full = re.search(rf"(?<![\w-]){re.escape(first.group(1))}(?:\s+[A-Z][\w'’-]*){{1,3}}",
-                     context)
-    return [(full.group(), 0, 0.4)] if full else []
-
-
-# a sentence's first word that starts no name
-_NO_NAME_STARTS = frozenset("The A An There It This That These Those Here He She They We One "
-                            "Each Every All Some Such Both Either Neither In On At For If When "
-                            "With By To Of And Or But".split())
-
-
 def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
           context: str = "") -> list[Span]:
     """Candidate short answers in ``sentence`` for the question, best first (empty when
@@ -329,18 +269,18 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
     out: list[Span] = []
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
-    subject = (defined_subject(focus, sentence) + _class_term(focus, sentence)
-               + _heading_name(sentence, context) if t is AnswerType.NAME else [])
+    subject = (defined_subject(focus, sentence) + class_term(focus, sentence)
+               + heading_name(sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
     for raw, start, bonus in _raw_spans(focus, sentence, subject):
         text = _clean(raw)
         quoted = raw[:1] in "\"“"
         term = raw in defined or (start == 0 and _TERM_IS.match(sentence) is not None)
-        if t is AnswerType.NAME and not term and not _is_name(raw, sentence, start):
+        if t is AnswerType.NAME and not term and not is_name(raw, sentence, start):
             continue
         if t is AnswerType.NAME and not quoted and raw not in defined:  # a quoted literal,
             # a defined subject ("Tromeo and Juliet is a film") are copied whole
-            text, bonus = _trim_name(text, qwords, bonus)
+            text, bonus = trim_name(text, qwords, bonus)
         words = text.split()
         if not text or len(words) > MAX_WORDS or not re.search(r"\w", text):
             continue

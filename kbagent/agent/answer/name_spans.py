@@ -1,0 +1,81 @@
+"""Which spans of a source sentence can be a name, for :mod:`~kbagent.agent.answer.short`:
+not a word capitalised only because a clause starts with it, nor a label; a name without
+the question's own words at its ends; the term of a definition whose text names the
+class asked for ("-h critbit: ... The default hash algorithm"); the full name a
+section's heading gives a first name ("Stig works at ..." under "Stig Sandbeck
+Mathisen").
+"""
+
+from __future__ import annotations
+
+import re
+
+from kbagent.agent.answer.focus import Focus
+from kbagent.agent.answer.span_rules import stems
+
+CLASS_TERM_WORDS = 6  # a definition names its term's class within this many words
+CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")
+# where a clause starts: its first word is capitalised anyway ("...: All of the code")
+_CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
+_TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
+
+
+def class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+    """The term of a definition whose text opens by naming the class asked for ("-h
+    critbit: self-scaling tree. The default hash algorithm ..." for "which hash
+    algorithm"): a member of it (a leading option flag is no part of its name)."""
+    term = _TERM_OF.match(sentence) if focus.class_noun else None
+    if term is None or not (_stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
+                            & stems(focus.class_noun)):
+        return []
+    name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
+    if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS:
+        return []  # "-m: Use MD5 hashing": a bare flag names no member, nor a long label
+    return [(name, term.start(1) + len(term.group(1)) - len(name), 0.6)]
+
+
+def is_name(raw: str, sentence: str, start: int) -> bool:
+    """Can this capitalised span be a name? Not one ordinary word that is capitalised
+    only because a clause starts with it ("...: All of the code"), nor a label
+    ("Description: ...", a table header)."""
+    if sentence[start + len(raw):start + len(raw) + 1] == ":":
+        return False
+    one_word = re.fullmatch(r"[A-Z][a-z'’]+", raw) is not None
+    return not (one_word and _CLAUSE_START.search(sentence[:start]))
+
+
+def trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
+    """A name without the question's own words at its ends ("NVIDIA L40S GPUs" for
+    "Which GPU...": "NVIDIA L40S"); a name that still shares words with the question is
+    likely its subject, not its answer ("Edge OS" for "the Kestrel Edge appliance")."""
+    def asked(w: str) -> bool:
+        return bool(stems(w) & qwords)
+
+    words = text.split()
+    shared = sum(1 for w in words if asked(w)) / max(1, len(words))
+    while len(words) > 1 and asked(words[-1]):
+        words.pop()
+    while len(words) > 1 and asked(words[0]):
+        words.pop(0)
+    return " ".join(words), bonus - 0.8 * shared
+
+
+def heading_name(sentence: str, context: str) -> list[tuple[str, int, float]]:
+    """The full name a section's heading gives the person or thing its sentence names
+    by a first name ("Stig works at ..." under "Stig Sandbeck Mathisen")."""
+    first = re.match(r"([A-Z][a-z'’-]+)\s", sentence)
+    if first is None or first.group(1) in _NO_NAME_STARTS:
+        return []
+    full = re.search(rf"(?<![\w-]){re.escape(first.group(1))}(?:\s+[A-Z][\w'’-]*){{1,3}}",
+                     context)
+    return [(full.group(), 0, 0.4)] if full else []
+
+
+# a sentence's first word that starts no name
+_NO_NAME_STARTS = frozenset("The A An There It This That These Those Here He She They We One "
+                            "Each Every All Some Such Both Either Neither In On At For If When "
+                            "With By To Of And Or But".split())
+
+
+def _stems_of(text: str) -> set[str]:
+    return {x for w in text.split() for x in stems(w)}
