@@ -266,3 +266,56 @@ def test_years_of_a_question_may_sit_in_different_chunks(settings, make_folder, 
     answered = ask("Which American surfer born in October 1992 won the Ridge Pro Lisbon 2016?")
     assert not answered.abstained
     assert ask("Which surfer won the Ridge Pro Lisbon 2019?").abstained
+
+
+# guards from the review of this session's change: each input misfired on a first
+# version of a rule above (none misfired on ff3a361)
+def test_a_follow_up_sentence_does_not_turn_a_yes_into_a_no():
+    f = focus_of("Does the server support TLS 1.3?")
+    raw = "The server supports TLS 1.3. It is not enabled by default.\n"
+    unit = units_of(_cite(raw, "tls.md"))[0].text
+    assert unit == raw.strip()  # one unit ...
+    assert yes_no(f, unit) == "Yes"  # ... whose second sentence is another clause
+
+
+def test_without_a_thing_both_sources_name_is_no_negative_question():
+    f = focus_of("Can users log in to the portal without a password?")
+    assert yes_no(f, "Users log in to the portal with SSH keys instead of a password.") == "Yes"
+
+
+def test_no_such_function_is_no():
+    f = focus_of("Is there a function to compute the median of a column?")
+    assert short_answer(f, "The engine has no built-in function to compute the median of a "
+                           "column; use a window query instead.") == "No"
+
+
+def test_a_heading_that_is_no_persons_name_gives_no_name():
+    sentence = "Debian packages are maintained by Ola Nordmann."
+    f = focus_of("Who maintains the Debian packages?")
+    assert spans(f, sentence, context="deb.md Debian Packaging Notes")[0].text == "Ola Nordmann"
+    f = focus_of("Which setting controls the cache size?")
+    assert all(s.text != "Cache Settings" for s in
+               spans(f, "Cache size is set with cache_size.", context="cache.md Cache Settings"))
+
+
+def test_an_ordinary_number_is_no_status_code():
+    f = focus_of("What error code does the server return when the rate limit is exceeded?")
+    assert spans(f, "When the rate limit is exceeded the client must wait 300 seconds.") == []
+
+
+def test_a_users_wording_after_in_or_on_is_no_tool_name():
+    from kbagent.agent.answer.phrasing import tool_names
+
+    assert tool_names("Can I mount the data volume in read-only mode?") == []
+    assert tool_names("What happens to queued jobs on shutdown?") == []
+    assert tool_names("how do I get the counters into prometheus?") == ["prometheus"]
+
+
+def test_separate_html_blocks_stay_apart_and_a_list_ends_at_a_blank_line():
+    texts = [u.text for u in units_of(_cite("Supported on Linux\nWindows support is planned "
+                                            "for the next release.\n"))]
+    assert not any("Linux Windows" in t for t in texts)
+    units = units_of(_cite("The default values are:\nretries = 3\n\nThe queue is stored "
+                           "on disk.\n", "notes.md"))
+    queue = next(u for u in units if u.text.startswith("The queue"))
+    assert "default values" not in queue.context

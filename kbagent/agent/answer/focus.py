@@ -98,7 +98,12 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
     AnswerType.VERSION: re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+(?![\w.]?\d)|"
                                    r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
-                                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b[1-5]\d\d\b|"
+                                 r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
+                                 # a protocol's code below 400 said as one: "the status of
+                                 # 107", "if you get 201" (not "100 requests", "300 seconds")
+                                 r"(?<=status of )[1-3]\d\d\b|(?<=status )[1-3]\d\d\b|"
+                                 r"(?<=code )[1-3]\d\d\b|(?<=get )[1-3]\d\d\b|"
+                                 r"(?<=returns )[1-3]\d\d\b|(?<=reply )[1-3]\d\d\b|"
                                  r"\bE[A-Z]{3,}\b|\b[A-Z]{1,5}-?\d{3,6}\b|"  # AH00124
                                  # POSIX signals, with or without their SIG prefix
                                  r"\b(?:SIG)?(?:HUP|INT|QUIT|KILL|TERM|USR1|USR2|WINCH|ALRM|"
@@ -153,7 +158,7 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
     (re.compile(r"\bhow (?:long|often|soon|frequently)\b|\bhow much time\b|\b(?:shortest|longest|"
                 r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+){0,3}(?:time|wait)\b|"
-                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:time-?outs?|"
+                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:time-?out\b|"
                 r"interval|duration|delay|period|lifetime|ttl|backoff|window)\b|"
                 rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
      AnswerType.DURATION),

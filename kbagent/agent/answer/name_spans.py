@@ -60,15 +60,21 @@ def trim_name(text: str, qwords: set[str], bonus: float) -> tuple[str, float]:
     return " ".join(words), bonus - 0.8 * shared
 
 
-def heading_name(sentence: str, context: str) -> list[tuple[str, int, float]]:
-    """The full name a section's heading gives the person or thing its sentence names
-    by a first name ("Stig works at ..." under "Stig Sandbeck Mathisen")."""
-    first = re.match(r"([A-Z][a-z'’-]+)\s", sentence)
-    if first is None or first.group(1) in _NO_NAME_STARTS:
+def heading_name(focus: Focus, sentence: str, context: str) -> list[tuple[str, int, float]]:
+    """The full name a section's heading gives the person its sentence names by a first
+    name ("Stig works at ..." under "Stig Sandbeck Mathisen"), for a "who" question; not
+    a heading that shares the question's words ("Debian Packaging Notes" for "who
+    maintains the Debian packages") or the sentence's next word ("Cache Settings" over
+    "Cache size is set ...")."""
+    first = re.match(r"([A-Z][a-z'’-]+)\s+([a-z][\w'’-]*)", sentence)
+    if (first is None or first.group(1) in _NO_NAME_STARTS
+            or not re.match(r"\s*(?:who|whom|whose)\b", focus.question, re.I)):
         return []
     full = re.search(rf"(?<![\w-]){re.escape(first.group(1))}(?:\s+[A-Z][\w'’-]*){{1,3}}",
                      context)
-    return [(full.group(), 0, 0.4)] if full else []
+    if full is None or _stems_of(full.group()) & (focus.terms | _stems_of(first.group(2))):
+        return []
+    return [(full.group(), 0, 0.4)]
 
 
 # a sentence's first word that starts no name

@@ -40,8 +40,9 @@ ENDS_WHEN = re.compile(r"\bwhen\s*\?\s*$", re.I)
 # a negative question ("isn't", "not"): a source sentence that is negative too says yes
 NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
 # "... without restarting it?": negative where the source speaks of restarting ("it is
-# not necessary to restart"), not where it does not ("you can store a longer string")
-WITHOUT = re.compile(r"\bwithout\s+((?:[\w'-]+\s+){0,3}[\w'-]+)", re.I)
+# not necessary to restart"), not where it does not ("you can store a longer string");
+# the doing only ("without a password" names a thing an affirmative source names too)
+WITHOUT = re.compile(r"\bwithout\s+(\w+ing)\b", re.I)
 
 
 def names_a_thing(q: str) -> bool:
@@ -107,10 +108,15 @@ _IS_THERE = re.compile(r"^\s*(?:is|are)\s+there\s+(?:a|an|any|some|one)\s+((?:[\
                        r"([\w-]+?)s?\s+(?:that|which|who|to|for|i|we|you)\b", re.I)
 
 
+_CALLED = frozenset("function method procedure routine macro command".split())
+
+
 def is_there_class(q: str) -> str:
-    """The class noun of an "Is there a <class> that ...?" question ("function"), or ""."""
+    """The class noun of an "Is there a <class> that ...?" question whose members are
+    called by name ("function", "command"), or "" (an "Is there a setting to ...?" is
+    answered yes or no: a setting is often a value of one)."""
     m = _IS_THERE.match(q)
-    if m is None or m.group(2).lower() not in CLASS_NOUNS:
+    if m is None or m.group(2).lower() not in _CALLED:
         return ""
     return m.group(2)
 
@@ -128,10 +134,11 @@ def asks_class(q: str) -> bool:
                for i, w in enumerate(words[:-1]))
 
 
-# a word after "with", "using", "via", "through", "into", "on"...: the tool used or the
-# place it goes ("with certbot", "into prometheus", "on kubernetes"), a name even in lower
-# case when it is no ordinary word
-_TOOL_NAME = re.compile(r"\b(?:with|using|via|through|into|onto|to|from|on|in|for)\s+"
+# a word after "with", "using", "via", "through", "into", "onto": the tool used or the
+# place a thing goes ("with certbot", "into prometheus"), a name even in lower case when
+# it is no ordinary word (not after "in", "on", "to", "for": "in read-only mode", "on
+# shutdown" are a user's wording, no names)
+_TOOL_NAME = re.compile(r"\b(?:with|using|via|through|into|onto)\s+"
                         r"([a-z][a-z0-9]+(?:[-.][a-z0-9]+)*)\b", re.I)
 
 

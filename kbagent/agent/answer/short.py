@@ -38,7 +38,7 @@ from kbagent.agent.answer.focus import (
     in_question,
 )
 from kbagent.agent.answer.name_spans import class_term, heading_name, is_name, trim_name
-from kbagent.agent.answer.phrasing import WITHOUT
+from kbagent.agent.answer.phrasing import WITHOUT, is_there_class
 from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
     DOTTED,
@@ -73,7 +73,7 @@ _DEMONYM = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?:an|ese|ish|i|ch)$")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 # where a sentence's clauses part (a yes/no is read from one of them)
 _CLAUSES = re.compile(r",?(?<!\s)\s+(?:but|although|though|whereas|however|except that)\s+|"
-                      r";\s+|(?<!\s)\s+[-–—]\s+", re.I)
+                      r";\s+|(?<!\s)\s+[-–—]\s+|(?<=[a-z0-9)][.!?])\s+(?=[A-Z])", re.I)
 # an option's value after it: a number ("-s 256"), a key=value ("-p name=val")
 _OPTION_ARG = re.compile(r"\s+(?:\d[\w.,]*|[\w.-]+=[\w.,-]+)(?=[\s,;)]|[.:]?$)")
 _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
@@ -270,7 +270,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
     subject = (defined_subject(focus, sentence) + class_term(focus, sentence)
-               + heading_name(sentence, context) if t is AnswerType.NAME else [])
+               + heading_name(focus, sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
     for raw, start, bonus in _raw_spans(focus, sentence, subject):
         text = _clean(raw)
@@ -341,6 +341,12 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     negation in the sentence that the question lacks, or the reverse, says "No");
     None when the question is not a yes/no question."""
     if focus.answer_type is not AnswerType.YESNO:
+        # "Is there a function that ...?" against "... has no built-in function to ...":
+        # no such thing, whatever names the sentence holds
+        there = is_there_class(focus.question)
+        if there and re.search(rf"\b(?:no|not\s+(?:a|an|any))\s+(?:[\w-]+\s+){{0,3}}"
+                               rf"{re.escape(there)}s?\b", sentence, re.I):
+            return "No"
         return None
     # the clause that says what is asked decides ("X is still supported on NFS, but
     # there is no promise ...": yes): the one sharing most of the question's words
@@ -354,7 +360,7 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
         for c in clauses if c is not said)
     without = WITHOUT.search(focus.question)
     asked_negative = focus.negated or bool(
-        without and _stems_of(without.group(1)) & _stems_of(said) - _stems_of("it being"))
+        without and _stems_of(without.group(1)) & _stems_of(said))
     return "No" if negated != asked_negative else "Yes"
 
 

@@ -69,7 +69,8 @@ LIST_ITEM_WORDS = 12  # a longer unit after a lead-in sentence is prose again, n
 # a command-line option as a definition's term ("-h critbit" / "self-scaling tree ..."):
 # its description may start in lower case
 _OPTION_TERM = re.compile(r"\s*--?[A-Za-z][\w-]*(?:[ =][^\s.]+)?\s*$")
-_CAPITAL_START = re.compile(r"\s*[A-Z][\w'’.-]*[\s.,;:]")
+# a name's last word ends the line's first piece ("Fritzvold. This ..."), not "Windows support"
+_CAPITAL_START = re.compile(r"\s*[A-Z][\w'’-]*[.,;:](?:\s|$)")
 _WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
                         r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
 TERM_MAX_CHARS = 80
@@ -233,18 +234,25 @@ class _Cutter:
                 self.units[i] = (text, f"{context} {pieces[0]}", kind, pieces[0])
             self.glossless = []
         merged: list[str] = []
+        joined = False  # one follow-up a sentence: a run of them is prose of its own
         for piece in pieces:
-            if merged and _FOLLOW_UP.match(piece) and len(piece.split()) <= FOLLOW_UP_WORDS:
+            if (merged and not joined and _FOLLOW_UP.match(piece)
+                    and len(piece.split()) <= FOLLOW_UP_WORDS):
                 merged[-1] = f"{merged[-1]} {piece}"
+                joined = True
             else:
                 merged.append(piece)
+                joined = False
         pieces = merged
         if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
             pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
         for i, piece in enumerate(pieces):
             # the items of a list a sentence leads into ("the defaults are set to:" /
             # "tcp_keepalive_time = 600 seconds") are read with it
-            lead = self.lead if len(piece.split()) <= LIST_ITEM_WORDS else ""
+            # (a full sentence after the list is prose again: "The queue is on disk.")
+            item = len(piece.split()) <= LIST_ITEM_WORDS and (
+                _SETTING.match(piece) is not None or not piece.rstrip().endswith("."))
+            lead = self.lead if item else ""
             self.lead = lead
             if self.term:  # a later sentence keeps what the definition is about
                 first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
@@ -279,6 +287,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     for i, line in enumerate(lines):
         if not line.strip():
             cut.flush()
+            cut.lead = ""  # a blank line ends the list a sentence led into
             header = []
             continue
         if not _ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
