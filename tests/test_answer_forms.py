@@ -198,6 +198,8 @@ def test_a_two_part_question_states_both_facts_first(sample_home):
     assert lead == final.result.short_answer
     assert "20 days" in lead and "Yes [" in lead
     assert "Does it roll over?" in rest
+    # each short answer is checked against its own source ("Yes" by its quote)
+    assert not any(u.startswith(lead) for u in final.result.unsupported)
 
 
 def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(

@@ -64,11 +64,24 @@ class AnswerProcessor:
         done, self._buffer = sentence_spans(self._buffer, final=False)
         return [p for p in map(self._process, done) if p is not None]
 
-    def emit(self, text: str, role: str, cited: list[int] | None = None) -> ProcessedSentence:
+    def emit(self, text: str, role: str, cited: list[int] | None = None,
+             pieces: bool = False) -> ProcessedSentence:
         """Add a sentence the harness wrote (a quote, a calculation, a notice): no marker
-        is placed and nothing is repaired; a quote or calculation is support-checked."""
+        is placed and nothing is repaired; a quote or calculation is support-checked.
+        ``pieces``: the sentence lists short answers ("20 days [3]; Yes [3]."), each
+        checked against its own citation."""
         sent = ProcessedSentence(text, list(cited or cited_numbers(text)), role=role)
-        if sent.cited and role != "notice":
+        if pieces:
+            listed = [(MARKER.sub("", piece).strip(" ."), cited_numbers(piece))
+                     for piece in text.split(";")]
+            # a "Yes" or "No" is read from the quoted sentence that follows, checked there
+            checks = [self._support(words, numbers) for words, numbers in listed
+                      if words.lower() not in ("yes", "no")]
+            done = [c for c in checks if c is not None]
+            if done:
+                sent.support = min(score for score, _ in done)
+                sent.supported = all(ok for _, ok in done)
+        elif sent.cited and role != "notice":
             plain = MARKER.sub("", text).strip()
             quoted = _QUOTED.search(plain)  # 'doc.md says: "…"': the quote is the claim
             checked = self._support(quoted.group(1) if quoted else plain, sent.cited)

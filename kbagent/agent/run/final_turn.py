@@ -122,7 +122,8 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
             # the facts first, in a few words each ("critbit [5]; 2.1 [9]."), then each
             # part with the source sentence that says it (a compared item's line already
             # starts with its figure)
-            yield _say(s, f"{s.short_answer}. ", "quote", cited_numbers(s.short_answer))
+            yield _say(s, f"{s.short_answer}. ", "quote", cited_numbers(s.short_answer),
+                       pieces=True)
         for part, sentence in zip(parts, said, strict=True):
             if sentence is None:
                 yield _say(s, f"{_lead(part)}The knowledge base does not say. ", "notice")

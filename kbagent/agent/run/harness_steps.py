@@ -88,8 +88,10 @@ def grounding_of(s: RunState) -> Grounding:
     return g
 
 
-def say(s: RunState, text: str, role: str, cited: list[int] | None = None) -> Event:
+def say(s: RunState, text: str, role: str, cited: list[int] | None = None,
+        pieces: bool = False) -> Event:
     """A sentence the harness writes into the answer (a quote, a short answer, a
-    calculation, a notice), through the answer processor, as an event."""
-    sent = s.processor.emit(text, role, cited)
+    calculation, a notice), through the answer processor, as an event; ``pieces``: a
+    list of short answers, each checked on its own."""
+    sent = s.processor.emit(text, role, cited, pieces)
     return AnswerDelta(sent.text, sent.supported)
