@@ -31,6 +31,7 @@ from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.named import named_things
 from kbagent.agent.answer.phrasing import (
     AUX,
+    CALLED,
     DEFAULT_INTENT,
     ENDS_WHEN,
     LENGTH,
@@ -70,8 +71,7 @@ SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|b
 MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
 
-# the classes whose members are called by name, and a call ("std.querysort(req.url)")
-CALLABLE = re.compile(r"^(?:function|method|procedure|routine|macro)s?$", re.I)
+# a call ("std.querysort(req.url)"): names a member of a class phrasing.CALLED lists
 CALL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(")
 PARAM_VALUE = r"\s+\((?:default:\s*)?(?P<v>[^()\s][^()]{0,40})\)"  # after a name: " (2048)"
 # what a unit of each kind looks like in a source sentence
@@ -254,7 +254,7 @@ class Focus:
         if pattern is None:
             return True
         if t is AnswerType.NAME:
-            if CALLABLE.match(self.class_noun) and CALL.search(text):
+            if self.class_noun.lower().rstrip("s") in CALLED and CALL.search(text):
                 return True  # "std.querysort(req.url)" for "which function"
             return any(not in_question(m.group(), self.question) and m.start() > 0
                        for m in pattern.finditer(text))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from kbagent.agent.answer.focus import Focus
-from kbagent.agent.answer.span_rules import stems
+from kbagent.agent.answer.span_rules import stems, stems_of
 
 CLASS_TERM_WORDS = 6  # a definition names its term's class within this many words
 CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")
@@ -25,7 +25,7 @@ def class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
     critbit: self-scaling tree. The default hash algorithm ..." for "which hash
     algorithm"): a member of it (a leading option flag is no part of its name)."""
     term = _TERM_OF.match(sentence) if focus.class_noun else None
-    if term is None or not (_stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
+    if term is None or not (stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
                             & stems(focus.class_noun)):
         return []
     name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
@@ -72,7 +72,7 @@ def heading_name(focus: Focus, sentence: str, context: str) -> list[tuple[str, i
         return []
     full = re.search(rf"(?<![\w-]){re.escape(first.group(1))}(?:\s+[A-Z][\w'’-]*){{1,3}}",
                      context)
-    if full is None or _stems_of(full.group()) & (focus.terms | _stems_of(first.group(2))):
+    if full is None or stems_of(full.group()) & (focus.terms | stems_of(first.group(2))):
         return []
     return [(full.group(), 0, 0.4)]
 
@@ -81,7 +81,3 @@ def heading_name(focus: Focus, sentence: str, context: str) -> list[tuple[str, i
 _NO_NAME_STARTS = frozenset("The A An There It This That These Those Here He She They We One "
                             "Each Every All Some Such Both Either Neither In On At For If When "
                             "With By To Of And Or But".split())
-
-
-def _stems_of(text: str) -> set[str]:
-    return {x for w in text.split() for x in stems(w)}

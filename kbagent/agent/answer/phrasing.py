@@ -108,7 +108,8 @@ _IS_THERE = re.compile(r"^\s*(?:is|are)\s+there\s+(?:a|an|any|some|one)\s+((?:[\
                        r"([\w-]+?)s?\s+(?:that|which|who|to|for|i|we|you)\b", re.I)
 
 
-_CALLED = frozenset("function method procedure routine macro command".split())
+# the classes whose members are called or run by name ("std.querysort(...)")
+CALLED = frozenset("function method procedure routine macro command".split())
 
 
 def is_there_class(q: str) -> str:
@@ -116,7 +117,7 @@ def is_there_class(q: str) -> str:
     called by name ("function", "command"), or "" (an "Is there a setting to ...?" is
     answered yes or no: a setting is often a value of one)."""
     m = _IS_THERE.match(q)
-    if m is None or m.group(2).lower() not in _CALLED:
+    if m is None or m.group(2).lower() not in CALLED:
         return ""
     return m.group(2)
 

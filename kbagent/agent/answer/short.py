@@ -53,6 +53,7 @@ from kbagent.agent.answer.span_rules import (
     path_kind,
     qualified,
     stems,
+    stems_of,
 )
 
 MAX_WORDS = 8  # a short answer is at most this many words
@@ -101,10 +102,6 @@ def _clean(span: str) -> str:
     if span.count("(") > span.count(")"):
         span = span.split("(")[0].rstrip()
     return span.strip("`")
-
-
-def _stems_of(text: str) -> set[str]:
-    return {s for w in text.split() for s in stems(w)}
 
 
 def _anchors(focus: Focus, sentence: str) -> list[int]:
@@ -311,7 +308,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
             score += 0.3
         # "Maya Okafor (CEO)": a span labelled with what is asked about
         label = re.match(r"\s*\*{0,2}\s*\(([^()]{1,40})\)", sentence[end:])
-        if label and _stems_of(label.group(1)) & (focus.terms | focus.focus):
+        if label and stems_of(label.group(1)) & (focus.terms | focus.focus):
             score += 0.6
         if t in (AnswerType.NUMBER, AnswerType.DEFAULT) and re.fullmatch(
                 r"(?:1[89]|20)\d\d", text):
@@ -353,14 +350,14 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     # unless another clause negates a thing asked that it lacks ("includes email support
     # but no SSO": no)
     clauses = [c for c in _CLAUSES.split(sentence) if c.strip()] or [sentence]
-    said = max(clauses, key=lambda c: len(_stems_of(c) & focus.terms))
-    asked = _stems_of(said) & focus.terms
+    said = max(clauses, key=lambda c: len(stems_of(c) & focus.terms))
+    asked = stems_of(said) & focus.terms
     negated = _NEGATION.search(said) is not None or any(
-        _NEGATION.search(c) and (_stems_of(c) & focus.terms) - asked
+        _NEGATION.search(c) and (stems_of(c) & focus.terms) - asked
         for c in clauses if c is not said)
     without = WITHOUT.search(focus.question)
     asked_negative = focus.negated or bool(
-        without and _stems_of(without.group(1)) & _stems_of(said))
+        without and stems_of(without.group(1)) & stems_of(said))
     return "No" if negated != asked_negative else "Yes"
 
 

@@ -10,7 +10,8 @@ import itertools
 import re
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.focus import CALL, CALLABLE, Focus
+from kbagent.agent.answer.focus import CALL, Focus
+from kbagent.agent.answer.phrasing import CALLED
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
@@ -22,6 +23,11 @@ def stems(word: str) -> set[str]:
     whole = content_tokens(word.strip(".'-")) if "_" in word else set()  # the identifier too
     word = word.replace("_", " ").strip(".'-")
     return content_tokens(word) | content_tokens(word.rstrip("s")) | whole
+
+
+def stems_of(text: str) -> set[str]:
+    """The stems of every word of ``text`` (:func:`stems`)."""
+    return {x for w in text.split() for x in stems(w)}
 
 
 def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
@@ -81,7 +87,7 @@ def class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((w, prev.start(), -0.3 if plain else 0.0))
         if stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
             out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
-    if CALLABLE.match(focus.class_noun):  # "std.querysort(req.url)": called by name
+    if focus.class_noun.lower().rstrip("s") in CALLED:  # "std.querysort(req.url)": by name
         out += [(m.group(1), m.start(1), 0.3) for m in CALL.finditer(sentence)]
     return out
 
