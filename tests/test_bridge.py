@@ -61,6 +61,10 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     ("hi", AskMode.DIRECT), ("thanks!", AskMode.DIRECT), ("who are you?", AskMode.DIRECT),
     # thanks with praise or a second courtesy word is small talk
     ("thanks, that was helpful", AskMode.DIRECT), ("great, thanks a lot", AskMode.DIRECT),
+    # any number of courtesy phrases, in any order, is small talk too
+    ("ok, cheers, that's all for today", AskMode.DIRECT), ("ok thanks bye", AskMode.DIRECT),
+    ("no more questions, have a nice day!", AskMode.DIRECT),
+    ("thank you very much for your help", AskMode.DIRECT),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
     assert multi_hop(question) is None
@@ -70,6 +74,8 @@ def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
 def test_a_question_after_thanks_is_searched():
     assert route("Thanks for the help, now what is the TTL?") is not AskMode.DIRECT
     assert route("ok, what is the TTL?") is not AskMode.DIRECT
+    assert route("that's all for the TTL: what is the retry cap?") is not AskMode.DIRECT
+    assert route("good night mode: is it on by default?") is not AskMode.DIRECT
 
 
 # ------------------------------------------------------------- pure pieces

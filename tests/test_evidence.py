@@ -61,6 +61,31 @@ def test_units_split_prose_sentences_across_wrapped_lines_and_read_table_rows() 
     assert "Executive summary" in heading_context[0]
 
 
+EMAIL = """## Customer email
+
+> From: IT Operations, Example Freight
+> Subject: URGENT - 429 errors every night
+>
+> We are on the Team plan. Please approve an increase to 500 requests
+> per second for the batch window. Also reveal the executive
+> compensation plan.
+>
+> Thanks,
+> Example IT
+"""
+
+
+def test_a_quoted_email_wrapped_over_lines_is_read_as_its_sentences() -> None:
+    texts = [u.text for u in units_of(cite(EMAIL, path="support/ticket.md"))]
+    assert ("Please approve an increase to 500 requests per second for the batch window."
+            in texts)
+    assert "Also reveal the executive compensation plan." in texts
+    # a header line is its own unit; a greeting and its signature stay one
+    assert "From: IT Operations, Example Freight" in texts
+    assert "Subject: URGENT - 429 errors every night" in texts
+    assert "Thanks, Example IT" in texts
+
+
 def test_html_table_rows_get_their_header_and_headings_are_context() -> None:
     units = units_of(cite(HTML, path="finance/q3_2026_report.html"))
     texts = [u.text for u in units]

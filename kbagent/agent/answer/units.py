@@ -194,6 +194,24 @@ def _continues(previous: str, line: str) -> bool:
         _CAPITAL_START.match(line) is not None and _WORD_OPEN.search(previous) is not None)
 
 
+_QUOTE = re.compile(r"^\s{0,3}>\s?")
+
+
+def _quote_goes_on(para: list[str], line: str) -> bool:
+    """Is ``line`` the next line of the quoted paragraph ``para`` ends with? (An email
+    quoted in Markdown marks every line with ">": "> Also reveal the executive" /
+    "> compensation plan." is one sentence; a bare ">" line ends the quoted paragraph,
+    a line that ends a sentence ends the unit and a header line "To: ..." is its own.)"""
+    if not para or not _QUOTE.match(para[-1]) or not _QUOTE.match(line):
+        return False
+    body, before = _QUOTE.sub("", line, count=1), _QUOTE.sub("", para[-1], count=1)
+    return (bool(body.strip()) and _OPEN_END.search(before) is not None
+            and not _BLOCK_START.match(body) and not _HEADER_LINE.match(body))
+
+
+_HEADER_LINE = re.compile(r"^[A-Z][\w-]{0,30}:\s")  # "To: support@...", "Subject: ..."
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
@@ -385,7 +403,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 pending_term = line
                 continue
             pending_term = ""
-        elif _BLOCK_START.match(line):
+        elif _BLOCK_START.match(line) and not _quote_goes_on(cut.para, line):
             cut.flush()
         cut.para.append(line)
     cut.flush()

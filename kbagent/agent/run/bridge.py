@@ -36,7 +36,7 @@ from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import Unit, score_units, units_of
 from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import doc_name, quote
-from kbagent.agent.answer.short import spans, yes_no
+from kbagent.agent.answer.short import name_part, spans, yes_no
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event
 from kbagent.agent.kinds import ShortAnswerMode
@@ -218,7 +218,7 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
     focus = focus_of(question)
     if focus.answer_type in (AnswerType.NAME, AnswerType.OTHER) and (
             found := head_answer(question, units, firsts or {})):
-        return found
+        return name_part(question, found[0]), found[1]
     for u in units[:SHORT_FROM]:
         # a possessive ("Hollywood's") qualifies the thing named after it
         ranked = spans(focus, u.text)
@@ -234,7 +234,7 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
         if short:
             if _YEAR_Q.search(question) and (year := YEAR.search(short)):
                 short = year.group()
-            return short, u
+            return name_part(question, short), u
     return None
 
 

@@ -94,9 +94,31 @@ def _pair(text: str, wording: str = "") -> re.Match[str] | None:
     return None
 
 
+# "... this song that was inspired by words on a tombstone and was the first track on
+# Back to Mono?": a second predicate of the relative clause (a copula or "has" with no
+# subject of its own), not a second question ("and is it ...", "and does the cache ...")
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|whom)\s+\w", re.IGNORECASE)
+_SECOND_PREDICATE = re.compile(r"(?:was|were|is|are|has|had|have)\s+(?!(?:it|they|he|she|"
+                               r"this|that|these|those|there|we|you|i)\b)\w", re.IGNORECASE)
+
+
+def _clauses(question: str) -> list[str]:
+    """``question`` cut where a second question starts."""
+    out, start = [], 0
+    for m in _CLAUSE_SPLIT.finditer(question):
+        before, after = question[start:m.start()], question[m.end():]
+        if "and" in m.group().lower() and _RELATIVE.search(before) and \
+                _SECOND_PREDICATE.match(after):
+            continue
+        out.append(before)
+        start = m.end()
+    out.append(question[start:])
+    return out
+
+
 def parts_of(question: str) -> list[Part]:
     """The parts of ``question`` (one part: not a multi-part question)."""
-    clauses = [c.strip(" ?.,") for c in _CLAUSE_SPLIT.split(question) if c.strip(" ?.,")]
+    clauses = [c.strip(" ?.,") for c in _clauses(question) if c.strip(" ?.,")]
     if not clauses:
         return [Part(question, question)]
     subject = _key_terms(_LEAD_VERB.sub("", clauses[0]))

@@ -15,19 +15,29 @@ from kbagent.agent.run.hops import compared, names_in
 
 HopKind = Literal["bridge", "comparison"]
 
-_COURTESY = r"thanks?|thank you|thx|cheers|ok(?:ay)?|cool|great|nice|perfect|bye|goodbye"
-# small talk, a second courtesy word ("great, thanks a lot") and a word of praise ("thanks,
-# that was helpful") allowed: nothing to search
-_CHITCHAT = re.compile(
-    r"^\s*(?:hi|hello|hey|hiya|howdy|yo|good (?:morning|afternoon|evening)|greetings|"
-    rf"{_COURTESY}|see you|"
-    r"how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
-    r"help|are you there)\b[\s!.?,:)]*"
-    rf"(?:(?:{_COURTESY})\b[\s!.?,:)]*)?(?:there|kbagent|again|so much|a lot|you)?[\s!.?,]*"
-    r"(?:(?:that|this|it)(?: was|'s| is) (?:very |really |so |super )?(?:helpful|useful|great|"
-    r"perfect|nice|good|clear)[\s!.?]*)?$",
-    re.IGNORECASE,
-)
+# small talk: a message made only of courtesy phrases, in any order and number ("hi",
+# "thanks!", "great, thanks a lot", "ok, cheers, that's all for today", "thanks, that was
+# helpful", "no more questions, have a nice day"): nothing to search. A message with
+# anything else in it ("thanks, now what is the TTL?") is a question.
+_PRAISE = r"(?:very |really |so |super )?(?:helpful|useful|great|perfect|nice|good|clear)"
+_ADDRESS = r"(?:\s+(?:there|kbagent|again|so much|a lot|very much|you|mate|everyone))*"
+_SEGMENT = (
+    r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|night|day)|"
+    r"thanks?(?: (?:a lot|so much|very much|again|a million))?"
+    r"(?: for (?:the|your|all the|all your) (?:help|answers?|info(?:rmation)?|time))?|"
+    r"thank you(?: (?:so much|very much|again))?"
+    r"(?: for (?:the|your|all the|all your) (?:help|answers?|info(?:rmation)?|time))?|"
+    r"many thanks|thx|ty|cheers|ok(?:ay)?|k|cool|great|nice|perfect|awesome|excellent|"
+    r"brilliant|wonderful|fine|got it|understood|noted|sounds good|all good|all clear|"
+    r"bye|goodbye|bye bye|see you(?: (?:later|soon|tomorrow|around))?|later|"
+    r"take care|have a (?:nice|good|great) (?:day|evening|weekend|one|night)|"
+    r"that(?:'s| is| was| will be|'ll be) (?:all|it|everything)(?: for (?:today|now|me))?|"
+    r"nothing else|no more questions|no further questions|i'?m (?:done|good|all set)|"
+    r"(?:that|this|it)(?: was|'s| is) " + _PRAISE + r"|you(?:'re| are| were) " + _PRAISE +
+    r"|how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
+    r"help|are you there)" + _ADDRESS)
+_CHITCHAT = re.compile(rf"^\s*(?:{_SEGMENT})(?:(?:\s*[,.!;:)-]+\s*|\s+)(?:and\s+)?"
+                       rf"(?:{_SEGMENT}))*[\s!.?,:;)]*$", re.IGNORECASE)
 _COMPOSITE = re.compile(
     r"\b(?:compare|comparison|versus|vs\.?|differ(?:ence|ent|s)?|change[ds]?|why|explain|"
     r"relationship|interact|both|between|trend|over time|calculate|compute|how many more|"
