@@ -195,6 +195,9 @@ def _continues(previous: str, line: str) -> bool:
 
 
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
+# a description that starts by naming what it describes: the entry above it
+_THIS_ENTRY = re.compile(r"^(?:This|The)\s+(?:option|parameter|setting|directive|variable|"
+                         r"property|field|flag|switch|value)\b")
 
 
 def _quote_goes_on(para: list[str], line: str) -> bool:
@@ -262,6 +265,16 @@ class _Cutter:
                 merged.append(piece)
                 joined = False
         pieces = merged
+        entry = ""  # the header row of the entry this paragraph describes
+        if pieces and self.units and self.units[-1][2] is UnitKind.ROW and not self.term \
+                and _THIS_ENTRY.match(pieces[0]):
+            # "message_size_limit | Use: main | Type: string | Default: 50M" / "This option
+            # limits the maximum size of message ...": the row is read with what it is
+            # (its gloss), the description knows the name and default it is about
+            text, context, kind, gloss = self.units[-1]
+            if not gloss:
+                self.units[-1] = (text, f"{context} {pieces[0]}", kind, pieces[0])
+            entry = text
         if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
             pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
         for i, piece in enumerate(pieces):
@@ -277,7 +290,7 @@ class _Cutter:
                 self.add(f"{self.term}: {piece}", UnitKind.DEFINITION,
                          f"{self.term} {first}".strip(), first)
             else:
-                self.add(piece, UnitKind.SENTENCE, lead)
+                self.add(piece, UnitKind.SENTENCE, f"{lead} {entry}".strip())
         if pieces[-1:] and pieces[-1].rstrip().endswith(":"):
             self.lead = pieces[-1]
         self.para.clear()
@@ -327,6 +340,12 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 # $48,000 per appliance"): a Markdown header is followed by its rule
                 nxt = lines[i + 1] if i + 1 < len(lines) else ""
                 pairs = _value_pair(cells) and not _TABLE_RULE.match(nxt)
+                if not _table_row(nxt) and not _label_row(cells) and not pairs:
+                    # a row alone is no table's header: an entry's line ("message_size_limit
+                    # | Use: main | Type: string | Default: 50M"), read as its cells
+                    cut.add("; ".join(x for x in cells if x), UnitKind.ROW, cells[0])
+                    header = []
+                    continue
                 if not _label_row(cells) and not pairs:
                     continue
             if pairs and len(cells) == 2:
@@ -410,3 +429,14 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     return [Unit(c.n, t, f"{base} {x}", i, kind, gloss)
             for i, (t, x, kind, gloss) in enumerate(cut.units)
             if len(t) >= 3 and re.search(r"\w", t)]
+
+
+def entry_of(unit: Unit, units: list[Unit]) -> Unit | None:
+    """The header row of the entry ``unit`` describes ("message_size_limit; Use: main;
+    Type: string; Default: 50M" above "This option limits the maximum size ..."), if it
+    is the first sentence of such a description."""
+    before = [u for u in units if u.position == unit.position - 1]
+    if before and before[0].kind is UnitKind.ROW and before[0].gloss == unit.text:
+        return before[0]
+    return None
+

@@ -102,13 +102,24 @@ _SECOND_PREDICATE = re.compile(r"(?:was|were|is|are|has|had|have)\s+(?!(?:it|the
                                r"this|that|these|those|there|we|you|i)\b)\w", re.IGNORECASE)
 
 
+# "What is the biggest message Exim will take in? I mean the built-in limit when I have
+# not configured anything.": a statement after the question says more about it
+_STATEMENT = re.compile(r"^[^?]*[.!]?\s*$")
+_ASKS = re.compile(rf"^\s*(?:{_WH}|could|would|will|has|have|had|may|must|shall|tell|"
+                   r"give|show|list|explain|describe)\b", re.IGNORECASE)
+
+
 def _clauses(question: str) -> list[str]:
-    """``question`` cut where a second question starts."""
+    """``question`` cut where a second question starts (not where a sentence that only
+    says more about the first one does)."""
     out, start = [], 0
     for m in _CLAUSE_SPLIT.finditer(question):
         before, after = question[start:m.start()], question[m.end():]
         if "and" in m.group().lower() and _RELATIVE.search(before) and \
                 _SECOND_PREDICATE.match(after):
+            continue
+        rest = re.split(r"(?<=[?])\s+", after, maxsplit=1)[0]
+        if "?" in m.group() and _STATEMENT.match(rest) and not _ASKS.match(rest):
             continue
         out.append(before)
         start = m.end()

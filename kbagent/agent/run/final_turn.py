@@ -33,6 +33,7 @@ from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
+from kbagent.agent.answer.units import entry_of
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import calculation
@@ -150,6 +151,12 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
         if short:
             s.short_answer = f"{short} [{lead.unit.n}]"
             yield _say(s, f"{s.short_answer}. ", "quote", [lead.unit.n])
+        # "This option limits ..." is quoted with the entry it describes (its name, type
+        # and default): the row first
+        entry = entry_of(lead.unit, units_of(c)) if c is not None else None
+        if entry is not None and (entry.n, entry.position) not in g.used:
+            g.used.add((entry.n, entry.position))
+            yield _say(s, quote(entry, c.path if c else "") + " ", "quote")
         yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
     ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
