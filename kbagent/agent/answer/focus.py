@@ -262,7 +262,18 @@ class Focus:
             unit = re.escape(self.unit.rstrip("s"))
             return re.search(rf"\d[\d,.]*\s*{unit}", text, re.I) is not None or bool(
                 pattern.search(text))
+        if t is AnswerType.ERROR and _PROTOCOL_CODE.search(self.question):
+            # "Which SMTP error code ...": a reply code (552), not a command ("EHLO") nor
+            # an errno name
+            return _REPLY_CODE.search(text) is not None
         return pattern.search(text) is not None
+
+
+# a protocol's reply codes are numbers: the question asks for one of those
+_PROTOCOL_CODE = re.compile(r"\b(?:SMTP|LMTP|HTTP|HTTPS|FTP|IMAP|POP3?|NNTP|SIP)\b[^?]*\b(?:code|"
+                            r"status|reply|response)s?\b|\b(?:status|reply|response) codes?\b",
+                            re.IGNORECASE)
+_REPLY_CODE = re.compile(r"(?<![\w.])[1-5]\d\d(?:[ -][245]\.\d{1,3}\.\d{1,3})?(?![\w.])")
 
 
 def exact(name: str) -> re.Pattern[str]:
@@ -314,6 +325,13 @@ _CLASS_YIELDS = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PR
                            AnswerType.DEFAULT})
 
 
+# "Which requests are cached by default?": which kind of a plural common noun, answered
+# by a description ("requests with temperature 0"), not a name (but "Which options ..."
+# asks for option names: asks_class)
+_WHICH_KIND = re.compile(r"^\s*which\s+[a-z][a-z-]+[^s\W]s\s+(?:are|were|is|get|gets|can|"
+                         r"will|do|does)\b", re.IGNORECASE)
+
+
 def _kind(q: str) -> AnswerType:
     """The kind of answer a question (without its leading clause) asks for."""
     if is_there_class(q):
@@ -327,7 +345,8 @@ def _kind(q: str) -> AnswerType:
         return AnswerType.NAME  # "Which environment variable sets the speed ...": a name
     if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
-    if kind is AnswerType.OTHER and (re.match(r"^\s*which\b", q, re.I) or (
+    if kind is AnswerType.OTHER and (((re.match(r"^\s*which\b", q, re.I)
+                                      and not _WHICH_KIND.match(q)) or asks_class(q)) or (
             names_a_thing(q) and not _EXPLAIN.search(q))):
         kind = AnswerType.NAME  # "Which team owns billing?", "What race track hosts ...?"
     if kind is AnswerType.OTHER and ENDS_WHEN.search(q):
