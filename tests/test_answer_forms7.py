@@ -139,3 +139,10 @@ def test_a_quoted_gloss_in_another_language_is_no_answer():
                                       "is an Irish politician who has led Fine Gael since "
                                       "June 2017.")]
     assert "Leo de Varad" not in found
+
+
+def test_how_any_is_read_as_how_many():
+    f = focus_of("The chain operated how any hypermarkets at the end of 2016?")
+    assert f.answer_type is AnswerType.NUMBER and f.unit == "hypermarkets"
+    assert [s.text for s in spans(f, "It ran 1,462 hypermarkets at the end of 2016.")][:1] == [
+        "1,462 hypermarkets"]

@@ -369,10 +369,14 @@ def _unit(q: str) -> str:
     return (plural or words or [""])[-1]  # "how many paid days off": days
 
 
+_HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
+
+
 @lru_cache(maxsize=256)
 def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
-    q = " ".join(question.split())
+    # a typo that drops the m of "how many" ("operated how any hypermarkets") asks the same
+    q = _HOW_ANY.sub(r"\1 many", " ".join(question.split()))
     terms = frozenset(content_tokens(q) - QUESTION_WORDS)
     if intent := DEFAULT_INTENT.search(q):  # what a thing does unless told otherwise
         # its words say "the default" ("tell", "otherwise"), not what is asked about
