@@ -13,9 +13,12 @@ from kbagent.agent.llm.base import LLM, Completion
 from kbagent.agent.run.react import ANSWER_STOP, STOP, StepStreamer
 from kbagent.agent.run.state import RunState
 
+READY = "ready"  # why generate stopped: the model began its Final Answer (``defer_final``)
+
 
 def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,
-             max_tokens: int, final_turn: bool = False, answer_max_tokens: int = 0
+             max_tokens: int, final_turn: bool = False, answer_max_tokens: int = 0,
+             defer_final: bool = False
              ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
     """Stream one LLM call; yield Thought/Answer deltas. Returns
     (completion or None if stopped early, text, why it stopped early).
@@ -25,7 +28,12 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     tokens), which a model that keeps talking after ``Final Answer:`` would
     otherwise spend on one answer (SmolLM2 once wrote 70 sentences in 187 s, every
     one removed by the fact check). Past the budget the answer is cut and kept as
-    finished, like one that repeats itself."""
+    finished, like one that repeats itself.
+
+    ``defer_final``: a step whose model begins ``Final Answer:`` stops there (nothing of
+    the answer is streamed; returns ``READY``): in a grounded run the answer is written
+    by the grounded final turn, which leads with the fact the harness found, then asks
+    the model over the best evidence."""
     streamer = StepStreamer(answer_only=final_turn)
     # a final answer may run past the time limit by a grace period, at most the limit
     # itself; a backend blocked on a read gives up at this deadline (agent/llm/base.py)
@@ -57,6 +65,9 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             thought, answer = streamer.feed(piece)
             if thought:
                 yield ThoughtDelta(step, thought)
+            if answer and defer_final and not final_turn:
+                aborted = READY
+                break
             if answer or answer_pieces:
                 answer_pieces += 1
             if answer:

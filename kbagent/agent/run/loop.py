@@ -47,7 +47,7 @@ from kbagent.agent.run.act import act
 from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
-from kbagent.agent.run.generation import generate
+from kbagent.agent.run.generation import READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.react import (
     ProtocolError,
@@ -83,6 +83,9 @@ from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
+# the model began its Final Answer inside a step of a grounded run: the grounded final
+# turn writes the answer (the harness's fact first, then the model over the evidence)
+MODEL_READY = "the model is ready to answer"
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 
 
@@ -173,7 +176,7 @@ class Agent:
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
-              final_turn: bool = False, answer_max_tokens: int = 0
+              final_turn: bool = False, answer_max_tokens: int = 0, defer_final: bool = False
               ) -> Generator[Event, None, tuple[Completion | None, str, TurnEnd]]:
         """:func:`~kbagent.agent.run.generation.generate` plus the endings every caller
         treats alike: the :class:`TurnEnd` says go on, done (a backend failure or a
@@ -182,7 +185,7 @@ class Agent:
         try:
             completion, text, aborted = yield from generate(
                 self.llm, self._cancel, s, step, grammar, max_tokens, final_turn,
-                answer_max_tokens)
+                answer_max_tokens, defer_final)
         except ContextFull:
             return None, "", TurnEnd(reason="the context window is full")
         except BackendError as e:
@@ -192,6 +195,8 @@ class Agent:
         if aborted == "cancelled":
             yield from cancelled(s)
             return None, "", DONE
+        if aborted == READY:
+            return None, text, TurnEnd(reason=MODEL_READY)
         if aborted:
             return completion, text, TurnEnd(reason=f"{aborted} reached")
         return completion, text, GO_ON
@@ -256,9 +261,16 @@ class Agent:
             # never cut a tool call short: the limit covers the grammar's worst case
             max_tokens = max(cfg.max_tokens_per_step,
                              action_token_bound(allowed_tools, list(self.kbs)))
+            # in the default mode a grounded run's answer is the grounded final turn's:
+            # the fact the harness found first, then the model over the best evidence
+            # (``--mode agent`` keeps the answer the model writes in its step)
             completion, text, ended = yield from self._turn(
-                s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens)
+                s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens,
+                defer_final=s.processor.grounding is not None and cfg.mode == AskMode.AUTO)
             if ended.done:
+                return
+            if ended.reason == MODEL_READY:
+                yield from self._final_turn(s, step, ended.reason, rag=True)
                 return
             if ended.reason:
                 yield from self._final_turn(s, step, ended.reason)
@@ -304,7 +316,8 @@ class Agent:
         whole reply is the answer; a Thought line, if the model writes one, is shown as
         a thought. A grounded run goes through :func:`grounded_final` (parts,
         arithmetic, abstention, compact evidence)."""
-        s.stop_reason = s.stop_reason or reason
+        if reason != MODEL_READY:  # the model chose to answer: no limit stopped it
+            s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
             pick = ShortPicker(self.llm, self.config.short_answer, self._cancel)
             ended = yield from grounded_final(
