@@ -40,6 +40,23 @@ OPTIONS = (
     "</body></html>\n")
 
 
+def _ask(tmp_path: Path, name: str, text: str, question: str) -> Final:
+    """``question`` through the real agent (auto mode, the harness's short answers, a
+    scripted model that says nothing useful) over a real KB of one file."""
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / name).write_text(text, encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
+                  [KnowledgeBase(settings, "docs")],
+                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
+    return next(e for e in agent.run(question) if isinstance(e, Final))
+
+
 def _cite(text: str, path: str = "reference/options.html", n: int = 1) -> Citation:
     return Citation(n, "kb", path, 1, text.count("\n") + 1, clean_text(text), None,
                     "kb_search", raw=text)
@@ -63,20 +80,9 @@ def test_an_entrys_header_row_alone_is_a_unit_read_with_its_description():
 def test_the_answer_quotes_the_entry_above_the_description_it_leads_with(tmp_path: Path):
     """Through the real agent over a real KB: the description of the option is the best
     sentence; its entry row (with the default) is quoted first."""
-    from kbagent.kb.embedder import load_embedder
-    from kbagent.kb.ingest import Ingestor
-
-    src = tmp_path / "docs"
-    src.mkdir()
-    (src / "options.html").write_text(OPTIONS, encoding="utf-8")
-    settings = Settings.load(home=tmp_path / "home")
-    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
-    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
-                  [KnowledgeBase(settings, "docs")],
-                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
-    events = agent.run("Out of the box, what is the biggest message the frob daemon will take "
-                       "in? I mean the built-in limit when I have not configured anything.")
-    final = next(e for e in events if isinstance(e, Final))
+    final = _ask(tmp_path, "options.html", OPTIONS,
+                 "Out of the box, what is the biggest message the frob daemon will take in? "
+                 "I mean the built-in limit when I have not configured anything.")
     first = final.result.answer.split("” [")[0]
     assert "frob_size_limit; Use: main; Type: string; Default: 40M" in first
 
@@ -122,7 +128,7 @@ def test_a_second_predicate_of_a_relative_clause_is_no_second_question():
 
 
 def test_a_part_of_a_persons_name():
-    from kbagent.agent.answer.short import name_part
+    from kbagent.agent.answer.name_spans import name_part
 
     q = "What is the middle name of the actress who plays Bobbi Bacha in Suburban Madness?"
     assert name_part(q, "Sela Ann Ward") == "Ann"
@@ -146,3 +152,43 @@ def test_how_any_is_read_as_how_many():
     assert f.answer_type is AnswerType.NUMBER and f.unit == "hypermarkets"
     assert [s.text for s in spans(f, "It ran 1,462 hypermarkets at the end of 2016.")][:1] == [
         "1,462 hypermarkets"]
+
+
+SETTINGS = (
+    "frobd_bind_retries | Use: main | Type: integer | Default: 7\n\n"
+    "This option controls the retrying done by the daemon at startup when it cannot bind "
+    "its socket: frobd_bind_retries defines the number of retries after the first failure, "
+    "and frobd_bind_sleep defines the length of time to wait between retries.\n\n"
+    "frobd_bind_sleep | Use: main | Type: time | Default: 20s\n\n"
+    "See frobd_bind_retries.\n\n"
+    "frobd_queue_limit | Use: main | Type: integer | Default: 12\n\n"
+    "This option sets how many frobs may wait in the queue.\n")
+
+
+def test_a_total_of_a_count_and_an_amount_per_each_is_computed():
+    from kbagent.agent.run.totals import total_of, wants_total
+
+    q = ("When the frob daemon starts and its port is in use, how many seconds in total does "
+         "it keep retrying to bind the socket with the default settings?")
+    assert wants_total(q)
+    assert not wants_total("How many seconds does the daemon wait between retries?")
+    units = units_of(_cite(SETTINGS, "reference/main.html"))
+    evidence = best_evidence(q, [_cite(SETTINGS, "reference/main.html")], limit=15)
+    assert {u.text for u in units} >= {e.unit.text for e in evidence}
+    found = total_of(q, evidence)
+    assert found is not None
+    assert (found.count.label, found.amount.label) == ("frobd_bind_retries", "frobd_bind_sleep")
+    assert found.expression == "7 * 20"
+    # a count with nothing per each of it (the queue limit) makes no total
+    other = best_evidence("How many frobs in total may wait in the queue?",
+                          [_cite(SETTINGS, "reference/main.html")], limit=15)
+    assert total_of("How many frobs in total may wait in the queue?", other) is None
+
+
+def test_the_answer_leads_with_the_total_computed_by_the_calculator(tmp_path: Path):
+    final = _ask(tmp_path, "main.md", "# Main options\n\n" + SETTINGS,
+                 "When the frob daemon starts and its port is in use, how many seconds in "
+                 "total does it keep retrying to bind the socket by default?")
+    assert final.result.short_answer.startswith("140 s [")
+    assert final.result.answer.startswith("140 s [")
+    assert any(step.action == "calculate" for step in final.result.steps)

@@ -36,6 +36,8 @@ from kbagent.agent.answer.phrasing import (
     ENDS_WHEN,
     LENGTH,
     NEGATED,
+    PROTOCOL_CODE,
+    REPLY_CODE,
     asks_class,
     class_word,
     is_there_class,
@@ -262,18 +264,11 @@ class Focus:
             unit = re.escape(self.unit.rstrip("s"))
             return re.search(rf"\d[\d,.]*\s*{unit}", text, re.I) is not None or bool(
                 pattern.search(text))
-        if t is AnswerType.ERROR and _PROTOCOL_CODE.search(self.question):
+        if t is AnswerType.ERROR and PROTOCOL_CODE.search(self.question):
             # "Which SMTP error code ...": a reply code (552), not a command ("EHLO") nor
             # an errno name
-            return _REPLY_CODE.search(text) is not None
+            return REPLY_CODE.search(text) is not None
         return pattern.search(text) is not None
-
-
-# a protocol's reply codes are numbers: the question asks for one of those
-_PROTOCOL_CODE = re.compile(r"\b(?:SMTP|LMTP|HTTP|HTTPS|FTP|IMAP|POP3?|NNTP|SIP)\b[^?]*\b(?:code|"
-                            r"status|reply|response)s?\b|\b(?:status|reply|response) codes?\b",
-                            re.IGNORECASE)
-_REPLY_CODE = re.compile(r"(?<![\w.])[1-5]\d\d(?:[ -][245]\.\d{1,3}\.\d{1,3})?(?![\w.])")
 
 
 def exact(name: str) -> re.Pattern[str]:

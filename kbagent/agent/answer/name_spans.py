@@ -81,3 +81,26 @@ def heading_name(focus: Focus, sentence: str, context: str) -> list[tuple[str, i
 _NO_NAME_STARTS = frozenset("The A An There It This That These Those Here He She They We One "
                             "Each Every All Some Such Both Either Neither In On At For If When "
                             "With By To Of And Or But".split())
+
+
+# "What is the middle name of the actress who ...": a part of the person's full name
+NAME_PART = re.compile(r"\b(middle|first|given|last|family|sur)\s?name\b")
+_PERSON = re.compile(r"[A-Z][a-z'’-]+(?:\s+(?:[A-Z][a-z'’-]+|[A-Z]\.))+")
+
+
+def part_of_name(text: str, part: str) -> str:
+    """The part of a full name ("Sela Ann Ward") asked for: its middle name(s) "Ann",
+    its first "Sela" or its last "Ward"; any other text as it is."""
+    if not _PERSON.fullmatch(text):
+        return text
+    words = text.split()
+    if part == "middle":
+        return " ".join(words[1:-1]) if len(words) >= 3 else text
+    return words[0] if part in ("first", "given") else words[-1]
+
+
+def name_part(question: str, short: str) -> str:
+    """``short`` reduced to the part of a person's name ``question`` asks for ("Ann" of
+    "Sela Ann Ward" for "What is the middle name of ..."), else as it is."""
+    part = NAME_PART.search(question.lower())
+    return part_of_name(short, part.group(1)) if part else short

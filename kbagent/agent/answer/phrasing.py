@@ -147,3 +147,10 @@ def tool_names(question: str) -> list[str]:
     """Words a question puts where a tool's name goes ("with certbot", "using docker",
     "into prometheus")."""
     return list(dict.fromkeys(m.group(1) for m in _TOOL_NAME.finditer(question)))
+
+
+# a protocol's reply codes are numbers: the question asks for one of those
+PROTOCOL_CODE = re.compile(r"\b(?:SMTP|LMTP|HTTP|HTTPS|FTP|IMAP|POP3?|NNTP|SIP)\b[^?]*\b(?:code|"
+                            r"status|reply|response)s?\b|\b(?:status|reply|response) codes?\b",
+                            re.IGNORECASE)
+REPLY_CODE = re.compile(r"(?<![\w.])[1-5]\d\d(?:[ -][245]\.\d{1,3}\.\d{1,3})?(?![\w.])")

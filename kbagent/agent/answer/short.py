@@ -37,7 +37,14 @@ from kbagent.agent.answer.focus import (
     Focus,
     in_question,
 )
-from kbagent.agent.answer.name_spans import class_term, heading_name, is_name, trim_name
+from kbagent.agent.answer.name_spans import (
+    NAME_PART,
+    class_term,
+    heading_name,
+    is_name,
+    part_of_name,
+    trim_name,
+)
 from kbagent.agent.answer.phrasing import WITHOUT, is_there_class
 from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
@@ -332,37 +339,13 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
             text = f"{text} ({label.group(1).strip()})"  # "3,600 seconds (1 hour)"
         out.append(Span(text, start, score))
     out.sort(key=lambda s: (-s.score, s.start))
-    part = _NAME_PART.search(q) if t is AnswerType.NAME else None
-    return [_name_part(x, part.group(1)) for x in out] if part else out
-
-
-def name_part(question: str, short: str) -> str:
-    """``short`` reduced to the part of a person's name ``question`` asks for ("Ann" of
-    "Sela Ann Ward" for "What is the middle name of ..."), else as it is."""
-    part = _NAME_PART.search(question.lower())
-    return _name_part(Span(short, 0, 0.0), part.group(1)).text if part else short
+    part = NAME_PART.search(q) if t is AnswerType.NAME else None
+    return [Span(part_of_name(x.text, part.group(1)), x.start, x.score) for x in out] \
+        if part else out
 
 
 # a name in another language, in parentheses after the one the sentence uses
 _GLOSS = re.compile(r"\([^()]{0,20}\b[A-Z][a-z]+:\s*$")
-# "What is the middle name of the actress who ...": a part of the person's full name
-_NAME_PART = re.compile(r"\b(middle|first|given|last|family|sur)\s?name\b")
-_PERSON = re.compile(r"[A-Z][a-z'’-]+(?:\s+(?:[A-Z][a-z'’-]+|[A-Z]\.))+")
-
-
-def _name_part(span: Span, part: str) -> Span:
-    """The part of a full name ("Sela Ann Ward") the question asks for: its middle
-    name(s) "Ann", its first "Sela" or its last "Ward"; any other span as it is."""
-    if not _PERSON.fullmatch(span.text):
-        return span
-    words = span.text.split()
-    if part == "middle":
-        if len(words) < 3:
-            return span
-        words = words[1:-1]
-    else:
-        words = words[:1] if part in ("first", "given") else words[-1:]
-    return Span(" ".join(words), span.start, span.score)
 
 
 def yes_no(focus: Focus, sentence: str) -> str | None:

@@ -31,19 +31,21 @@ from enum import StrEnum
 from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import Citation, clean_text
+from kbagent.agent.answer.unit_lines import (
+    _ANY_TAG,
+    _TABLE_RULE,
+    _cells,
+    _label_row,
+    _row_follows,
+    _table_row,
+    _value_pair,
+    split_sentences,
+)
 
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
-                        re.IGNORECASE)
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
-_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
 _BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
                           r"section|ul|ol|table|thead|tbody|caption|dt|dd|pre)\b)",
                           re.IGNORECASE)
 _HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
-_ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
-_ABBREV_END = re.compile(r"\b(e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Inc|Ltd|Co|No|Fig|approx|St|"
-                         r"U\.S)\.$")
 # Markdown "term\n: definition"
 _MD_DEFINITION = re.compile(r"^\s{0,3}:\s+(\S.*)$")
 # reStructuredText directives: ".. function:: lru_cache(maxsize=128)", ".. note::"
@@ -78,31 +80,6 @@ DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each w
 TERM_MAX_WORDS = 8
 
 
-def _table_row(line: str) -> bool:
-    """Is ``line`` a table row? Every form but ``<tr`` holds a "|": checked first, since
-    the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
-    return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
-
-def _value_pair(cells: list[str]) -> bool:
-    """A label | value row that no header row is like: a short label, then a value with
-    a figure in some words ("List price | $48,000 per appliance"; not "Metric | Q3 2026")."""
-    if len(cells) != 2 or not cells[0] or len(cells[0].split()) > 5:
-        return False
-    label, value = cells
-    return (not re.search(r"\d", label) and re.search(r"\d", value) is not None
-            and len(value.split()) >= 2 and not _PERIOD.fullmatch(value))
-
-
-_PERIOD = re.compile(r"(?:Q[1-4]|H[12]|FY)?\s?(?:19|20)\d\d(?:\s+\w+)?", re.I)
-
-
-def _label_row(cells: list[str]) -> bool:
-    """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
-    Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
-    return (len(cells) == 2 and cells[0].endswith(":") and 1 < len(cells[0]) <= 40
-            and len(cells[0].split()) <= 4)
-
-
 CODE_SUFFIXES = frozenset(".py .go .js .ts .tsx .jsx .rs .java .c .h .cc .cpp .hpp .sh .rb .kt "
                           ".swift .cs .php .scala .lua .sql .yaml .yml .toml .ini .cfg".split())
 HTML_SUFFIXES = frozenset(".html .htm .xhtml".split())
@@ -135,28 +112,6 @@ class Unit:
         """What the sentence embedder reads for this unit: its text and gloss, an
         identifier's parts as words ("message_size_limit" is about a message's size)."""
         return _IDENT_JOIN.sub(" ", f"{self.text} {self.gloss}").strip()
-
-
-def _cells(line: str) -> list[str]:
-    if "<t" in line.lower():
-        return [clean_text(c) for c in _CELL.findall(line)]
-    return [clean_text(c) for c in line.strip().strip("|").split("|")]
-
-
-def split_sentences(text: str) -> list[str]:
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        piece = text[start:m.start()].strip()
-        if _ABBREV_END.search(text[:m.start()].rstrip("\"')]")):
-            continue
-        if piece:
-            out.append(piece)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
 
 
 def signature_of(line: str) -> str | None:
@@ -340,7 +295,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 # $48,000 per appliance"): a Markdown header is followed by its rule
                 nxt = lines[i + 1] if i + 1 < len(lines) else ""
                 pairs = _value_pair(cells) and not _TABLE_RULE.match(nxt)
-                if not _table_row(nxt) and not _label_row(cells) and not pairs:
+                if not _row_follows(lines, i) and not _label_row(cells) and not pairs:
                     # a row alone is no table's header: an entry's line ("message_size_limit
                     # | Use: main | Type: string | Default: 50M"), read as its cells
                     cut.add("; ".join(x for x in cells if x), UnitKind.ROW, cells[0])

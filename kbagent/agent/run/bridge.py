@@ -36,7 +36,8 @@ from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import Unit, score_units, units_of
 from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import doc_name, quote
-from kbagent.agent.answer.short import name_part, spans, yes_no
+from kbagent.agent.answer.name_spans import name_part
+from kbagent.agent.answer.short import spans, yes_no
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event
 from kbagent.agent.kinds import ShortAnswerMode

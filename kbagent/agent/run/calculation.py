@@ -121,6 +121,9 @@ def _lead(s: RunState, text: str, cited: list[int]) -> Event:
     return AnswerDelta(sent.text, sent.supported)
 
 
+result_lead = _lead  # the result sentence of another arithmetic path (run/final_turn.py)
+
+
 def _needs_conversion(plan: CalcPlan, v: Value) -> bool:
     target = plan.unit
     if target is None:

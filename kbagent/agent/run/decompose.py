@@ -27,6 +27,7 @@ from kbagent.agent.answer.evidence import QUESTION_WORDS, Unit
 from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.short import spans
 from kbagent.agent.run.calc_plan import INVERSE, ITEM, CalcPlan, Operand, calc_plan_of, metric_of
+from kbagent.agent.run.clauses import clauses as _clauses
 from kbagent.agent.run.quantities import (
     Compound,
     Measure,
@@ -43,11 +44,6 @@ from kbagent.agent.run.quantities import measure as unit_of
 __all__ = ["CalcPlan", "Operand", "Part", "Value", "calc_plan_of", "expression",
            "find_operand", "metric_of", "parse_value", "parts_of"]
 
-_WH = r"(?:how|what|when|why|who|which|where|is|are|was|were|does|do|did|can|should)"
-# "..., and over what time window ...": a preposition may open the next question
-_CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?=(?:(?:over|in|for|at|from|to|by|with|on|under|"
-                           rf"after|before|since|until|within|during)\s+)?{_WH}\b|explain\b|"
-                           rf"describe\b)|\?\s+(?=\S)", re.IGNORECASE)
 # An item that can be compared: a period (Q2, H1, FY2026, 2025, Q3 2026), or a short
 # capitalised name (Business, Team).
 _ITEM = ITEM
@@ -92,39 +88,6 @@ def _pair(text: str, wording: str = "") -> re.Match[str] | None:
         if same_shape and a != b:
             return m
     return None
-
-
-# "... this song that was inspired by words on a tombstone and was the first track on
-# Back to Mono?": a second predicate of the relative clause (a copula or "has" with no
-# subject of its own), not a second question ("and is it ...", "and does the cache ...")
-_RELATIVE = re.compile(r"\b(?:who|that|which|whose|whom)\s+\w", re.IGNORECASE)
-_SECOND_PREDICATE = re.compile(r"(?:was|were|is|are|has|had|have)\s+(?!(?:it|they|he|she|"
-                               r"this|that|these|those|there|we|you|i)\b)\w", re.IGNORECASE)
-
-
-# "What is the biggest message Exim will take in? I mean the built-in limit when I have
-# not configured anything.": a statement after the question says more about it
-_STATEMENT = re.compile(r"^[^?]*[.!]?\s*$")
-_ASKS = re.compile(rf"^\s*(?:{_WH}|could|would|will|has|have|had|may|must|shall|tell|"
-                   r"give|show|list|explain|describe)\b", re.IGNORECASE)
-
-
-def _clauses(question: str) -> list[str]:
-    """``question`` cut where a second question starts (not where a sentence that only
-    says more about the first one does)."""
-    out, start = [], 0
-    for m in _CLAUSE_SPLIT.finditer(question):
-        before, after = question[start:m.start()], question[m.end():]
-        if "and" in m.group().lower() and _RELATIVE.search(before) and \
-                _SECOND_PREDICATE.match(after):
-            continue
-        rest = re.split(r"(?<=[?])\s+", after, maxsplit=1)[0]
-        if "?" in m.group() and _STATEMENT.match(rest) and not _ASKS.match(rest):
-            continue
-        out.append(before)
-        start = m.end()
-    out.append(question[start:])
-    return out
 
 
 def parts_of(question: str) -> list[Part]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 
-from kbagent.agent.answer.evidence import Scored, missing_facts, units_of
+from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
@@ -36,7 +36,7 @@ from kbagent.agent.answer.span_rules import common_names
 from kbagent.agent.answer.units import entry_of
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
-from kbagent.agent.run.calculation import calculation
+from kbagent.agent.run.calculation import OPERAND_TOP_K, calculation, result_lead
 from kbagent.agent.run.decompose import (
     Operand,
     Part,
@@ -45,10 +45,11 @@ from kbagent.agent.run.decompose import (
     metric_of,
     parts_of,
 )
+from kbagent.agent.run.harness_steps import calculate_step, search_step
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
-from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.state import RunState
+from kbagent.agent.run.totals import total_of, wants_total
 
 # The model writes the answer from a message of sources and question (the loop's
 # ``Agent.answer_turn``, passed in): True when the run already ended.
@@ -61,6 +62,7 @@ ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
 SHORT_FROM = 3  # units looked at for a short answer
+TOTAL_UNITS = 15  # best units a total's two figures are looked for in
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 # a short answer comes from a unit covering at least this share of what the best covers
@@ -86,7 +88,8 @@ def _closest(s: RunState, evidence: list[Scored]) -> Iterator[Event]:
 
 def decomposable(question: str) -> bool:
     """Will the grounded final turn take ``question`` apart (parts or arithmetic)?"""
-    return calc_plan_of(question) is not None or len(parts_of(question)) > 1
+    return (calc_plan_of(question) is not None or wants_total(question)
+            or len(parts_of(question)) > 1)
 
 
 def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
@@ -103,7 +106,12 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
         if done:
             return False
         step = len(s.steps) + 1
-    elif len(parts) > 1:
+    elif wants_total(s.question):
+        done = yield from _total(s, step)
+        if done:
+            return False
+        step = len(s.steps) + 1
+    if plan is None and len(parts) > 1:
         cites: list[list[int]] = []
         for part in parts:
             out = yield from search_step(s, step, part.query,
@@ -160,6 +168,36 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
         yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
     ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
+
+
+def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
+    """A total of a count and an amount per each (:mod:`~kbagent.agent.run.totals`):
+    searched, computed with the calculator, written with both figures cited; True if
+    the answer is written."""
+    g = _g(s)
+    yield from search_step(s, step, s.question, "I will look up the figures that make up "
+                           "the total.", OPERAND_TOP_K)
+    found = total_of(s.question, g.evidence(limit=TOTAL_UNITS))
+    if found is None:
+        return False
+    result = yield from calculate_step(s, step + 1, found.expression)
+    if result is None:
+        return False
+    shown = f"{result} {found.unit.name}" if found.unit is not None else result
+    g.extra_numbers |= numbers_in(result) | numbers_in(found.expression) | numbers_in(shown)
+    cited = list(dict.fromkeys([found.count.n, found.amount.n]))
+    marks = "".join(f"[{n}]" for n in cited)
+    s.short_answer = f"{shown} {marks}"
+    names = [f.label or "it" for f in (found.count, found.amount)]
+    yield result_lead(s, f"{shown} {marks}: {names[0]} ({found.count.text}) × {names[1]} "
+                         f"({found.amount.text}). ", cited)
+    for f in (found.count, found.amount):
+        g.used.add((f.scored.unit.n, f.scored.unit.position))
+        c = s.ledger.get(f.n)
+        yield _say(s, quote(f.scored.unit, c.path if c else "") + " ", "quote")
+    yield _say(s, f"Calculation: {found.expression.replace('*', '×')} = {result} "
+                  "(calculated). ", "calculation")
+    return True
 
 
 def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None

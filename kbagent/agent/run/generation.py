@@ -14,6 +14,9 @@ from kbagent.agent.run.react import ANSWER_STOP, STOP, StepStreamer
 from kbagent.agent.run.state import RunState
 
 READY = "ready"  # why generate stopped: the model began its Final Answer (``defer_final``)
+# ... and how the loop says it: the grounded final turn writes the answer (the harness's
+# fact first, then the model over the evidence)
+MODEL_READY = "the model is ready to answer"
 
 
 def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,

@@ -47,7 +47,7 @@ from kbagent.agent.run.act import act
 from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
-from kbagent.agent.run.generation import READY, generate
+from kbagent.agent.run.generation import MODEL_READY, READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.react import (
     ProtocolError,
@@ -83,9 +83,6 @@ from kbagent.safe_text import valid_unicode
 
 FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
 FINAL_SOURCES = 8
-# the model began its Final Answer inside a step of a grounded run: the grounded final
-# turn writes the answer (the harness's fact first, then the model over the evidence)
-MODEL_READY = "the model is ready to answer"
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 
 
@@ -104,8 +101,7 @@ class Agent:
         self._cancel = CancelToken()
 
     def cancel(self) -> None:
-        """Ask the running (or the next) question to stop; the loop ends with what it
-        gathered."""
+        """Stop the running (or the next) question; it ends with what it gathered."""
         self._cancel.cancel()
 
     # ------------------------------------------------------------------ run
@@ -261,9 +257,7 @@ class Agent:
             # never cut a tool call short: the limit covers the grammar's worst case
             max_tokens = max(cfg.max_tokens_per_step,
                              action_token_bound(allowed_tools, list(self.kbs)))
-            # in the default mode a grounded run's answer is the grounded final turn's:
-            # the fact the harness found first, then the model over the best evidence
-            # (``--mode agent`` keeps the answer the model writes in its step)
+            # auto: a grounded answer is the grounded final turn's (generation.READY)
             completion, text, ended = yield from self._turn(
                 s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens,
                 defer_final=s.processor.grounding is not None and cfg.mode == AskMode.AUTO)
@@ -316,7 +310,7 @@ class Agent:
         whole reply is the answer; a Thought line, if the model writes one, is shown as
         a thought. A grounded run goes through :func:`grounded_final` (parts,
         arithmetic, abstention, compact evidence)."""
-        if reason != MODEL_READY:  # the model chose to answer: no limit stopped it
+        if reason != MODEL_READY:  # (the model chose to answer: no limit stopped it)
             s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
             pick = ShortPicker(self.llm, self.config.short_answer, self._cancel)
@@ -401,9 +395,6 @@ class Agent:
 
 def run_to_result(agent: Agent, question: str) -> AgentResult:
     """Drain the event stream and return the final result (batch mode, tests)."""
-    result = None
-    for ev in agent.run(question):
-        if isinstance(ev, Final):
-            result = ev.result
-    assert result is not None, "the agent loop always ends with a Final event"
-    return result
+    final = [ev.result for ev in agent.run(question) if isinstance(ev, Final)]
+    assert final, "the agent loop always ends with a Final event"
+    return final[-1]

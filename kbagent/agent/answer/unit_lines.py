@@ -1,0 +1,78 @@
+"""Lines of evidence units (``answer/units.py``): which lines are table rows, their
+cells, a header row's forms (label/value pairs, key/value rows), whether a row is alone
+(an entry's line, no table's header), and prose cut into sentences."""
+
+from __future__ import annotations
+
+import re
+
+from kbagent.agent.answer.citations import clean_text
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
+                        re.IGNORECASE)
+_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
+_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
+_ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
+
+
+def _table_row(line: str) -> bool:
+    """Is ``line`` a table row? Every form but ``<tr`` holds a "|": checked first, since
+    the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
+    return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
+
+def _value_pair(cells: list[str]) -> bool:
+    """A label | value row that no header row is like: a short label, then a value with
+    a figure in some words ("List price | $48,000 per appliance"; not "Metric | Q3 2026")."""
+    if len(cells) != 2 or not cells[0] or len(cells[0].split()) > 5:
+        return False
+    label, value = cells
+    return (not re.search(r"\d", label) and re.search(r"\d", value) is not None
+            and len(value.split()) >= 2 and not _PERIOD.fullmatch(value))
+
+
+_PERIOD = re.compile(r"(?:Q[1-4]|H[12]|FY)?\s?(?:19|20)\d\d(?:\s+\w+)?", re.I)
+
+
+def _label_row(cells: list[str]) -> bool:
+    """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
+    Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
+    return (len(cells) == 2 and cells[0].endswith(":") and 1 < len(cells[0]) <= 40
+            and len(cells[0].split()) <= 4)
+
+
+def _cells(line: str) -> list[str]:
+    if "<t" in line.lower():
+        return [clean_text(c) for c in _CELL.findall(line)]
+    return [clean_text(c) for c in line.strip().strip("|").split("|")]
+
+
+def _row_follows(lines: list[str], i: int) -> bool:
+    """Is the next line of content after ``lines[i]`` another row of its table (markup
+    between them, "</thead>", "<tbody>", skipped; a table's end is no row)?"""
+    for line in lines[i + 1:]:
+        if not line.strip() or "</table" in line.lower():
+            return False
+        if _ANY_TAG.sub("", line).strip() or _table_row(line):
+            return _table_row(line)
+    return False
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+_ABBREV_END = re.compile(r"\b(e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Inc|Ltd|Co|No|Fig|approx|St|"
+                         r"U\.S)\.$")
+
+
+def split_sentences(text: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        piece = text[start:m.start()].strip()
+        if _ABBREV_END.search(text[:m.start()].rstrip("\"')]")):
+            continue
+        if piece:
+            out.append(piece)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out

@@ -1,0 +1,48 @@
+"""Where a question's second question starts (:func:`clauses`, for
+:func:`~kbagent.agent.run.decompose.parts_of`): "..., and how long did it last?", "?
+How ...", not a second predicate of a relative clause ("... that was inspired by ...
+and was the first track on ...") nor a statement that says more about the question
+("...? I mean the built-in limit when I have not configured anything.")."""
+
+from __future__ import annotations
+
+import re
+
+_WH = r"(?:how|what|when|why|who|which|where|is|are|was|were|does|do|did|can|should)"
+# "..., and over what time window ...": a preposition may open the next question
+_CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?=(?:(?:over|in|for|at|from|to|by|with|on|under|"
+                           rf"after|before|since|until|within|during)\s+)?{_WH}\b|explain\b|"
+                           rf"describe\b)|\?\s+(?=\S)", re.IGNORECASE)
+
+
+# "... this song that was inspired by words on a tombstone and was the first track on
+# Back to Mono?": a second predicate of the relative clause (a copula or "has" with no
+# subject of its own), not a second question ("and is it ...", "and does the cache ...")
+_RELATIVE = re.compile(r"\b(?:who|that|which|whose|whom)\s+\w", re.IGNORECASE)
+_SECOND_PREDICATE = re.compile(r"(?:was|were|is|are|has|had|have)\s+(?!(?:it|they|he|she|"
+                               r"this|that|these|those|there|we|you|i)\b)\w", re.IGNORECASE)
+
+
+# "What is the biggest message Exim will take in? I mean the built-in limit when I have
+# not configured anything.": a statement after the question says more about it
+_STATEMENT = re.compile(r"^[^?]*[.!]?\s*$")
+_ASKS = re.compile(rf"^\s*(?:{_WH}|could|would|will|has|have|had|may|must|shall|tell|"
+                   r"give|show|list|explain|describe)\b", re.IGNORECASE)
+
+
+def clauses(question: str) -> list[str]:
+    """``question`` cut where a second question starts (not where a sentence that only
+    says more about the first one does)."""
+    out, start = [], 0
+    for m in _CLAUSE_SPLIT.finditer(question):
+        before, after = question[start:m.start()], question[m.end():]
+        if "and" in m.group().lower() and _RELATIVE.search(before) and \
+                _SECOND_PREDICATE.match(after):
+            continue
+        rest = re.split(r"(?<=[?])\s+", after, maxsplit=1)[0]
+        if "?" in m.group() and _STATEMENT.match(rest) and not _ASKS.match(rest):
+            continue
+        out.append(before)
+        start = m.end()
+    out.append(question[start:])
+    return out
