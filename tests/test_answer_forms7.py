@@ -192,3 +192,18 @@ def test_the_answer_leads_with_the_total_computed_by_the_calculator(tmp_path: Pa
     assert final.result.short_answer.startswith("140 s [")
     assert final.result.answer.startswith("140 s [")
     assert any(step.action == "calculate" for step in final.result.steps)
+
+
+POOLS = ("# Parameters\n\n## frob_pools\n\nUnits: pools\n\nDefault: 3\n\n"
+         "Number of frob worker pools.\n\n## frob_workers_min\n\nUnits: workers\n\n"
+         "Default: 10\n\nThe minimum number of frob workers in each pool.\n\n"
+         "## frob_workers_max\n\nUnits: workers\n\nDefault: 400\n\n"
+         "The maximum number of frob workers in each pool.\n")
+
+
+def test_a_total_over_one_setting_a_section_takes_the_bound_asked(tmp_path: Path):
+    """A reference with a section per setting ("Default: 400" on a line of its own, what
+    it is in the lines around it): the number of pools times the maximum per pool."""
+    final = _ask(tmp_path, "params.md", POOLS, "With the default pool settings, how many "
+                 "frob workers can the daemon run at most in total?")
+    assert final.result.short_answer.startswith("1200 [")

@@ -177,7 +177,13 @@ def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
     g = _g(s)
     yield from search_step(s, step, s.question, "I will look up the figures that make up "
                            "the total.", OPERAND_TOP_K)
-    found = total_of(s.question, g.evidence(limit=TOTAL_UNITS))
+    def section(e: Scored) -> str:  # the units of its chunk under the same heading
+        c = s.ledger.get(e.unit.n)
+        return " ".join(u.text for u in (units_of(c) if c else [])
+                        if u.context.startswith(e.unit.context)
+                        and u.position != e.unit.position)
+
+    found = total_of(s.question, g.evidence(limit=TOTAL_UNITS), section)
     if found is None:
         return False
     result = yield from calculate_step(s, step + 1, found.expression)

@@ -19,11 +19,13 @@ value, the amount's "per" noun among the count's nouns.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import Scored
-from kbagent.agent.run.quantities import Measure, asked_unit, measure, num_text
+from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.run.quantities import Measure, Target, asked_unit, measure, num_text
 
 _ASKS = re.compile(r"\bhow (?:many|much|long)\b|\bwhat is the (?:total|maximum|largest)\b",
                    re.IGNORECASE)
@@ -44,6 +46,7 @@ _COUNTED = re.compile(r"\bnumber of\s+(?P<n>(?:[a-z-]+\s+){0,3}[a-z-]+)|"
                       r"\b(?P<t>retries|attempts|tries|times|pools|probes|rounds|passes)\b",
                       re.IGNORECASE)
 _UNITS_WORD = re.compile(r"\bUnits:\s*(?P<u>[a-z]+)", re.IGNORECASE)
+_BARE = re.compile(r"\s*Default:\s*\S+\s*$")  # a value line that says nothing else
 MIN_COVERAGE = 0.15  # each of the two units must be about the question this much
 TOP = 15  # evidence units looked at
 
@@ -56,6 +59,7 @@ class Figure:
     measure: Measure | None  # its unit of measure (a duration, a size), if one
     label: str  # the setting's name (a row's first cell), or ""
     counts_in: str = ""  # the noun it counts in, where no measure ("Units: threads")
+    about: str = ""  # the words that say what it is (its unit, gloss, section)
 
     @property
     def n(self) -> int:
@@ -75,8 +79,10 @@ def wants_total(question: str) -> bool:
     return bool(_ASKS.search(question) and _TOTAL.search(question))
 
 
-def _figure(e: Scored) -> Figure | None:
-    text = f"{e.unit.text} {e.unit.gloss}"
+def _figure(e: Scored, entry: str = "") -> Figure | None:
+    """The value ``e`` states, if it states one; ``entry``: the text of the section it
+    is the bare "Default: 5000" line of (a reference's one-setting section)."""
+    text = f"{e.unit.text} {e.unit.gloss} {entry}"
     m = _STATED.search(e.unit.text)
     if m is None:
         return None
@@ -95,8 +101,11 @@ def _figure(e: Scored) -> Figure | None:
     # a setting's name: a row's first cell, a definition's term ("-retries: ...")
     label = (e.unit.text.split(";")[0].strip() if e.unit.kind == "row" else
              e.unit.text.split(":")[0].strip() if e.unit.kind == "definition" else "")
-    return Figure(e, number, shown, unit, label if re.fullmatch(r"[\w.-]+", label) else "",
-                  counts_in)
+    if not re.fullmatch(r"[\w.-]+", label):
+        # "Default: 5000" under the heading "thread_pool_max¶": the section's name
+        heading = e.unit.context.replace("\u00b6", " ").split()
+        label = heading[-1] if entry and heading and "_" in heading[-1] else ""
+    return Figure(e, number, shown, unit, label, counts_in, text)
 
 
 def _stems(words: str) -> set[str]:
@@ -106,9 +115,10 @@ def _stems(words: str) -> set[str]:
 def _counted(f: Figure) -> set[str]:
     """What a figure counts: the nouns after "number of", a count word, its name's parts
     ("daemon_startup_retries")."""
-    text = f"{f.scored.unit.text} {f.scored.unit.gloss}"
+    if f.counts_in:  # "Units: pools": what it counts, whatever its name says
+        return _stems(f.counts_in)
     out: set[str] = set()
-    for m in _COUNTED.finditer(text):
+    for m in _COUNTED.finditer(f.about):
         out |= _stems(m.group("n") or m.group("t"))
     if f.label:
         out |= _stems(f.label) & {"retri", "retry", "attempt", "tri", "try", "time", "pool",
@@ -120,8 +130,7 @@ def _per(f: Figure, evidence: list[Scored]) -> set[str]:
     """What an amount is per: "between attempts", "in each pool", in its own words or
     where another unit speaks of it by name ("daemon_startup_sleep defines the length of
     time to wait between retries")."""
-    text = f"{f.scored.unit.text} {f.scored.unit.gloss}"
-    out = {s for m in _PER.finditer(text) for s in _stems(m.group("n"))}
+    out = {s for m in _PER.finditer(f.about) for s in _stems(m.group("n"))}
     if f.label:
         for e in evidence:
             other = f"{e.unit.text} {e.unit.gloss}"
@@ -131,24 +140,56 @@ def _per(f: Figure, evidence: list[Scored]) -> set[str]:
     return out
 
 
-def total_of(question: str, evidence: list[Scored]) -> Total | None:
+_MOST = re.compile(r"\b(?:at most|maximum|max|largest|upper limit|highest)\b", re.I)
+_LEAST = re.compile(r"\b(?:at least|minimum|min|smallest|lower limit|lowest)\b", re.I)
+BOUND = 0.5  # for a figure that is the bound the question asks for (maximum, minimum)
+
+
+def _bound(question: str, f: Figure) -> float:
+    """"at most ... in total": the maximum of a pair of settings, not the minimum."""
+    name = f.label.replace("_", " ")  # its name says it first ("thread_pool_max")
+    words = name if _MOST.search(name) or _LEAST.search(name) else f.about
+    for asked, other in ((_MOST, _LEAST), (_LEAST, _MOST)):
+        if asked.search(question):
+            return BOUND * (bool(asked.search(words)) - bool(other.search(words)))
+    return 0.0
+
+
+def _in_asked_unit(amount: Figure, target: Target | None, noun: set[str]) -> bool:
+    """Is the amount in what the question asks a number of (seconds, worker threads)?"""
+    if target is not None and target.unit is not None:
+        return amount.measure is not None and amount.measure.dim == target.unit.dim
+    if noun:
+        name = amount.counts_in or (amount.measure.name if amount.measure else "")
+        return bool(noun & _stems(name)) or (amount.measure is not None and measure(
+            next(iter(noun))) is not None)
+    return True
+
+
+def total_of(question: str, evidence: list[Scored],
+             section: Callable[[Scored], str] | None = None) -> Total | None:
     """The count and the per-each amount among ``evidence`` (best first) whose product
-    the question asks for, with the calculator expression; None when no pair fits."""
+    the question asks for, with the calculator expression; None when no pair fits.
+    ``section``: the text of the section a unit belongs to (for a bare "Default: 2")."""
     if not wants_total(question):
         return None
-    figures = [f for e in evidence[:TOP] if e.coverage >= MIN_COVERAGE
-               and (f := _figure(e)) is not None]
+    figures = [f for e in evidence[:TOP] if e.coverage >= MIN_COVERAGE and (f := _figure(
+        e, section(e) if section and _BARE.match(e.unit.text) else "")) is not None]
     best: tuple[float, Figure, Figure] | None = None
     asked = _stems(question)
+    target = asked_unit(question)
+    noun = _stems(focus_of(question).unit)  # "how many worker threads": threads
     for amount in figures:
+        if not _in_asked_unit(amount, target, noun):
+            continue
         if amount.measure is None and not amount.counts_in:
             continue  # an amount has a unit: "30s", "Units: threads"
         per = _per(amount, evidence[:TOP])
-        if not per:
-            continue
+        if not per or per & _stems(amount.counts_in):
+            continue  # "Units: pools" ... "each pool": the count of pools, no amount per pool
         for count in figures:
             if count.scored.unit == amount.scored.unit or count.measure is not None \
-                    or count.counts_in or count.number < 1:
+                    or count.number < 1:
                 continue
             counted = _counted(count)
             # what is counted, and is per each, is what the question speaks of
@@ -156,13 +197,13 @@ def total_of(question: str, evidence: list[Scored]) -> Total | None:
             if not (per & counted) or not (counted & asked) or \
                     count.number != int(count.number):
                 continue
-            score = count.scored.score + amount.scored.score
+            score = count.scored.score + amount.scored.score + _bound(question, amount) + \
+                _bound(question, count)
             if best is None or score > best[0]:
                 best = (score, count, amount)
     if best is None:
         return None
     _, count, amount = best
-    target = asked_unit(question)
     unit = amount.measure
     factor = 1.0
     if unit is not None and target is not None and target.unit is not None \
