@@ -28,3 +28,15 @@ copy_doc_pages() {
         2>/dev/null || echo "$SRC")" >&2
     echo "$DEST"
 }
+
+# Fails (exit 1) when DEST holds byte-identical pages: a duplicate is to be added to
+# EXCLUDE (all but one of each), so that no page is in the folder twice.
+check_no_duplicates() {
+    local dups
+    dups=$(cd "$DEST" && find . -type f -name '*.html' -exec md5sum {} + | sort |
+        uniq -w32 -D | awk '{print $2}')
+    if [[ -n "$dups" ]]; then
+        echo "make_folder: byte-identical pages (exclude all but one of each):" $dups >&2
+        exit 1
+    fi
+}

@@ -32,10 +32,5 @@ MARKER=ch-main_configuration.html
 source "$(dirname "$0")/../doc_folder.sh"
 dest=$(copy_doc_pages)
 
-dups=$(cd "$DEST" && find . -type f -name '*.html' -exec md5sum {} + | sort | uniq -w32 -D |
-    awk '{print $2}')
-if [[ -n "$dups" ]]; then
-    echo "make_folder: byte-identical pages (exclude all but one of each):" $dups >&2
-    exit 1
-fi
+check_no_duplicates
 echo "$dest"

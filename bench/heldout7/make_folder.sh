@@ -58,10 +58,5 @@ if [[ -d "$DEST/$R" ]] && [[ -n $(find "$DEST/$R" -type f -name '*.html') ]]; th
         "them to EXCLUDE):" $(cd "$DEST" && find "$R" -type f -name '*.html') >&2
     exit 1
 fi
-dups=$(cd "$DEST" && find . -type f -name '*.html' -exec md5sum {} + | sort | uniq -w32 -D |
-    awk '{print $2}')
-if [[ -n "$dups" ]]; then
-    echo "make_folder: byte-identical pages (exclude all but one of each):" $dups >&2
-    exit 1
-fi
+check_no_duplicates
 echo "$dest"

@@ -84,7 +84,7 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
     cited = list(dict.fromkeys(v.unit.n for v in values if v.unit.n))
     markers = "".join(f"[{n}]" for n in cited)
     s.short_answer = f"{shown} {markers}"
-    yield _lead(s, f"{lead_text(plan, values, shown)} {markers}. ", cited)
+    yield result_lead(s, f"{lead_text(plan, values, shown)} {markers}. ", cited)
     for op, v in zip(plan.operands, values, strict=True):
         if op.literal:
             continue
@@ -106,7 +106,7 @@ def literal_value(text: str) -> Value:
                  unit_after(text, end))
 
 
-def _lead(s: RunState, text: str, cited: list[int]) -> Event:
+def result_lead(s: RunState, text: str, cited: list[int]) -> Event:
     """The result sentence: supported when its facts are the cited figures' names and
     the calculator's numbers, and its words are the cited chunks' (the same checks as a
     model's sentence, with the calculator's results counted as evidence)."""
@@ -119,9 +119,6 @@ def _lead(s: RunState, text: str, cited: list[int]) -> Event:
         share is None or share >= 0.5)
     sent.support = share
     return AnswerDelta(sent.text, sent.supported)
-
-
-result_lead = _lead  # the result sentence of another arithmetic path (run/final_turn.py)
 
 
 def _needs_conversion(plan: CalcPlan, v: Value) -> bool:

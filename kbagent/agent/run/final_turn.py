@@ -33,7 +33,7 @@ from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
-from kbagent.agent.answer.units import entry_of
+from kbagent.agent.answer.units import Unit, entry_of
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import OPERAND_TOP_K, calculation, result_lead
@@ -177,10 +177,13 @@ def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
     g = _g(s)
     yield from search_step(s, step, s.question, "I will look up the figures that make up "
                            "the total.", OPERAND_TOP_K)
+    cut: dict[int, list[Unit]] = {}  # each chunk's units, cut once
+
     def section(e: Scored) -> str:  # the units of its chunk under the same heading
-        c = s.ledger.get(e.unit.n)
-        return " ".join(u.text for u in (units_of(c) if c else [])
-                        if u.context.startswith(e.unit.context)
+        if e.unit.n not in cut:
+            c = s.ledger.get(e.unit.n)
+            cut[e.unit.n] = units_of(c) if c else []
+        return " ".join(u.text for u in cut[e.unit.n] if u.context.startswith(e.unit.context)
                         and u.position != e.unit.position)
 
     found = total_of(s.question, g.evidence(limit=TOTAL_UNITS), section)

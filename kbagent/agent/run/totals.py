@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.span_rules import stems_of
 from kbagent.agent.run.quantities import Measure, Target, asked_unit, measure, num_text
 
 _ASKS = re.compile(r"\bhow (?:many|much|long)\b|\bwhat is the (?:total|maximum|largest)\b",
@@ -108,20 +108,16 @@ def _figure(e: Scored, entry: str = "") -> Figure | None:
     return Figure(e, number, shown, unit, label, counts_in, text)
 
 
-def _stems(words: str) -> set[str]:
-    return {w.rstrip("s") for w in content_tokens(words.replace("_", " "))}
-
-
 def _counted(f: Figure) -> set[str]:
     """What a figure counts: the nouns after "number of", a count word, its name's parts
     ("daemon_startup_retries")."""
     if f.counts_in:  # "Units: pools": what it counts, whatever its name says
-        return _stems(f.counts_in)
+        return stems_of(f.counts_in)
     out: set[str] = set()
     for m in _COUNTED.finditer(f.about):
-        out |= _stems(m.group("n") or m.group("t"))
+        out |= stems_of(m.group("n") or m.group("t"))
     if f.label:
-        out |= _stems(f.label) & {"retri", "retry", "attempt", "tri", "try", "time", "pool",
+        out |= stems_of(f.label) & {"retri", "retry", "attempt", "tri", "try", "time", "pool",
                                   "probe", "round", "pass", "window", "count"}
     return out
 
@@ -130,13 +126,13 @@ def _per(f: Figure, evidence: list[Scored]) -> set[str]:
     """What an amount is per: "between attempts", "in each pool", in its own words or
     where another unit speaks of it by name ("daemon_startup_sleep defines the length of
     time to wait between retries")."""
-    out = {s for m in _PER.finditer(f.about) for s in _stems(m.group("n"))}
+    out = {s for m in _PER.finditer(f.about) for s in stems_of(m.group("n"))}
     if f.label:
         for e in evidence:
             other = f"{e.unit.text} {e.unit.gloss}"
             for at in (m.end() for m in re.finditer(rf"\b{re.escape(f.label)}\b", other)):
                 clause = re.split(r"[,;.]\s", other[at:at + 80], maxsplit=1)[0]
-                out |= {s for m in _PER.finditer(clause) for s in _stems(m.group("n"))}
+                out |= {s for m in _PER.finditer(clause) for s in stems_of(m.group("n"))}
     return out
 
 
@@ -161,7 +157,7 @@ def _in_asked_unit(amount: Figure, target: Target | None, noun: set[str]) -> boo
         return amount.measure is not None and amount.measure.dim == target.unit.dim
     if noun:
         name = amount.counts_in or (amount.measure.name if amount.measure else "")
-        return bool(noun & _stems(name)) or (amount.measure is not None and measure(
+        return bool(noun & stems_of(name)) or (amount.measure is not None and measure(
             next(iter(noun))) is not None)
     return True
 
@@ -176,16 +172,16 @@ def total_of(question: str, evidence: list[Scored],
     figures = [f for e in evidence[:TOP] if e.coverage >= MIN_COVERAGE and (f := _figure(
         e, section(e) if section and _BARE.match(e.unit.text) else "")) is not None]
     best: tuple[float, Figure, Figure] | None = None
-    asked = _stems(question)
+    asked = stems_of(question)
     target = asked_unit(question)
-    noun = _stems(focus_of(question).unit)  # "how many worker threads": threads
+    noun = stems_of(focus_of(question).unit)  # "how many worker threads": threads
     for amount in figures:
         if not _in_asked_unit(amount, target, noun):
             continue
         if amount.measure is None and not amount.counts_in:
             continue  # an amount has a unit: "30s", "Units: threads"
         per = _per(amount, evidence[:TOP])
-        if not per or per & _stems(amount.counts_in):
+        if not per or per & stems_of(amount.counts_in):
             continue  # "Units: pools" ... "each pool": the count of pools, no amount per pool
         for count in figures:
             if count.scored.unit == amount.scored.unit or count.measure is not None \
