@@ -10,17 +10,18 @@ from kbagent.agent.answer.citations import clean_text
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
-_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
+TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
 _CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTALL)
-_ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
+ANY_TAG = re.compile(r"</?[a-zA-Z][^>]{0,200}>")
 
 
-def _table_row(line: str) -> bool:
+def table_row(line: str) -> bool:
     """Is ``line`` a table row? Every form but ``<tr`` holds a "|": checked first, since
     the pattern backtracks over a long line without one (~4 ms a HotpotQA chunk)."""
     return ("|" in line or "<tr" in line.lower()) and _TABLE_ROW.match(line) is not None
 
-def _value_pair(cells: list[str]) -> bool:
+
+def value_pair(cells: list[str]) -> bool:
     """A label | value row that no header row is like: a short label, then a value with
     a figure in some words ("List price | $48,000 per appliance"; not "Metric | Q3 2026")."""
     if len(cells) != 2 or not cells[0] or len(cells[0].split()) > 5:
@@ -33,27 +34,27 @@ def _value_pair(cells: list[str]) -> bool:
 _PERIOD = re.compile(r"(?:Q[1-4]|H[12]|FY)?\s?(?:19|20)\d\d(?:\s+\w+)?", re.I)
 
 
-def _label_row(cells: list[str]) -> bool:
+def label_row(cells: list[str]) -> bool:
     """A key/value row, "Default: | TraceEnable on" (Apache's directive boxes, a
     Markdown "| Owner: | Maya |"): two cells, the first a short label ending in ":"."""
     return (len(cells) == 2 and cells[0].endswith(":") and 1 < len(cells[0]) <= 40
             and len(cells[0].split()) <= 4)
 
 
-def _cells(line: str) -> list[str]:
+def row_cells(line: str) -> list[str]:
     if "<t" in line.lower():
         return [clean_text(c) for c in _CELL.findall(line)]
     return [clean_text(c) for c in line.strip().strip("|").split("|")]
 
 
-def _row_follows(lines: list[str], i: int) -> bool:
+def row_follows(lines: list[str], i: int) -> bool:
     """Is the next line of content after ``lines[i]`` another row of its table (markup
     between them, "</thead>", "<tbody>", skipped; a table's end is no row)?"""
     for line in lines[i + 1:]:
         if not line.strip() or "</table" in line.lower():
             return False
-        if _ANY_TAG.sub("", line).strip() or _table_row(line):
-            return _table_row(line)
+        if ANY_TAG.sub("", line).strip() or table_row(line):
+            return table_row(line)
     return False
 
 

@@ -32,14 +32,14 @@ from pathlib import PurePosixPath
 
 from kbagent.agent.answer.citations import Citation, clean_text
 from kbagent.agent.answer.unit_lines import (
-    _ANY_TAG,
-    _TABLE_RULE,
-    _cells,
-    _label_row,
-    _row_follows,
-    _table_row,
-    _value_pair,
+    ANY_TAG,
+    TABLE_RULE,
+    label_row,
+    row_cells,
+    row_follows,
     split_sentences,
+    table_row,
+    value_pair,
 )
 
 _BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
@@ -276,17 +276,17 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cut.lead = ""  # a blank line ends the list a sentence led into
             header = []
             continue
-        if not _ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
+        if not ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
             if _BLOCK_START.match(line):
                 cut.flush()
             if "</table" in line.lower():
                 header = []
             continue
-        if _table_row(line):
+        if table_row(line):
             cut.flush()
-            if _TABLE_RULE.match(line):
+            if TABLE_RULE.match(line):
                 continue
-            cells = _cells(line)
+            cells = row_cells(line)
             if not any(cells):
                 continue
             if not header:
@@ -294,20 +294,20 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 # an HTML table of label | value rows has no header row ("List price |
                 # $48,000 per appliance"): a Markdown header is followed by its rule
                 nxt = lines[i + 1] if i + 1 < len(lines) else ""
-                pairs = _value_pair(cells) and not _TABLE_RULE.match(nxt)
-                if not _row_follows(lines, i) and not _label_row(cells) and not pairs:
+                pairs = value_pair(cells) and not TABLE_RULE.match(nxt)
+                if not row_follows(lines, i) and not label_row(cells) and not pairs:
                     # a row alone is no table's header: an entry's line ("message_size_limit
                     # | Use: main | Type: string | Default: 50M"), read as its cells
                     cut.add("; ".join(x for x in cells if x), UnitKind.ROW, cells[0])
                     header = []
                     continue
-                if not _label_row(cells) and not pairs:
+                if not label_row(cells) and not pairs:
                     continue
             if pairs and len(cells) == 2:
                 cut.add(f"{cells[0]}: {cells[1]}", UnitKind.ROW, cells[0])
                 continue
-            if _label_row(header):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
-                text = (f"{cells[0]} {cells[1]}".strip() if _label_row(cells)
+            if label_row(header):  # "Default: | TraceEnable on" -> "Default: TraceEnable on"
+                text = (f"{cells[0]} {cells[1]}".strip() if label_row(cells)
                         else "; ".join(x for x in cells if x))
                 # every row is about the thing the first one describes: its words rank
                 # the others ("Default: LimitRequestFieldSize 8190" is about header size)
@@ -327,7 +327,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             if _BLOCK_START.match(line):
                 cut.flush()
                 if _HEADING.match(line):
-                    cut.heading = _ANY_TAG.sub(" ", clean_text(line)).strip()
+                    cut.heading = ANY_TAG.sub(" ", clean_text(line)).strip()
                     continue
             cut.para.append(line)
             continue
@@ -335,7 +335,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
         if _HEADING.match(line):
             cut.flush()
             cut.glossless = []
-            cut.heading = _ANY_TAG.sub(" ", clean_text(line)).strip()  # context for what follows
+            cut.heading = ANY_TAG.sub(" ", clean_text(line)).strip()  # context for what follows
             cut.lead = ""
             if sig is not None:
                 cut.signature(sig)
@@ -372,7 +372,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 continue
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             if _is_term(line) and nxt.strip() and not _is_term(nxt) and not _BLOCK_START.match(
-                    nxt) and not _table_row(nxt) and signature_of(nxt) is None and (
+                    nxt) and not table_row(nxt) and signature_of(nxt) is None and (
                     not _continues(line, nxt) or _OPTION_TERM.match(line)):
                 pending_term = line
                 continue
