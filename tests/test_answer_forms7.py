@@ -63,7 +63,7 @@ def _cite(text: str, path: str = "reference/options.html", n: int = 1) -> Citati
 
 
 def test_an_entrys_header_row_alone_is_a_unit_read_with_its_description():
-    from kbagent.agent.answer.units import entry_of
+    from kbagent.agent.answer.unit_links import entry_of
 
     raw = ("frob_size_limit | Use: main | Type: string | Default: 40M\n\n"
            "This option limits the maximum size of message that the frob daemon will "

@@ -50,9 +50,10 @@ class _Converter(HTMLParser):
             text = _WS.sub(" ", text).strip()
         else:
             text = text.rstrip()
-        if text.strip():
-            self.lines.append(Line(self._start, self._prefix + text, self._end))
         self._parts = []
+        if not text.strip():
+            return  # a <p> opening inside an <li> keeps the item's "- " for its text
+        self.lines.append(Line(self._start, self._prefix + text, self._end))
         self._prefix = ""
         self._cells = 0
 
@@ -107,8 +108,13 @@ class _Converter(HTMLParser):
                 # citation's excerpt must be findable in the cited lines
                 self._prefix = "  " * max(0, self._list_depth - 1) + "- "
             return
-        if tag in _BLOCK:
+        if tag in _BLOCK and not self._in_row():
             self._flush()
+
+    def _in_row(self) -> bool:
+        """Inside a table row, a cell's paragraphs (Sphinx writes ``<td><p>200</p></td>``)
+        are no lines of their own: the row stays one ``a | b`` line."""
+        return "tr" in self._joined
 
     def handle_endtag(self, tag: str) -> None:
         if self._skip_depth:
@@ -131,8 +137,10 @@ class _Converter(HTMLParser):
             if self._joined and self._joined[-1] == tag:
                 self._joined.pop()
             self._flush()
+            self._prefix = ""  # an empty item's "- " is no prefix of the next line
+            self._cells = 0
             return
-        if tag in _BLOCK:
+        if tag in _BLOCK and not self._in_row():
             self._flush()
 
     def handle_data(self, data: str) -> None:

@@ -87,6 +87,10 @@ TYPE_MISS = 0.9
 EMBED_TOP = 16
 BOILERPLATE_CHUNKS = 3  # a unit repeated word for word in this many chunks is boilerplate
 BOILERPLATE_PENALTY = 0.5
+# a unit under an "Example" heading that does not say "default" sets a value of its own:
+# no answer to what a default is
+EXAMPLE_PENALTY = 0.25
+_EXAMPLE = re.compile(r"\bExamples?\b")
 VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE,
                          AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
 
@@ -144,6 +148,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
     # identifiers read as words, as in the units (memo_cache: "memo", "cache"); not the
     # s of "Kestrel's" (a CJK character is a word)
     terms = {t for t in _words(f.terms) if len(t) > 1 or not (t.isascii() and t.isalpha())}
+    # a default is not what an example sets ('interval="600"' under "Examples")
+    wants_default = "default" in terms
     if f.answer_type is AnswerType.DEFAULT and len(terms) > 1:
         # "default" says the kind of answer, which the kind's own weight counts (a
         # manual's "line_length_limit (2048)" states a default without the word)
@@ -191,6 +197,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
         if len(chunks_of[key]) >= BOILERPLATE_CHUNKS:
             score -= BOILERPLATE_PENALTY
+        if wants_default and _EXAMPLE.search(u.context) and "default" not in low:
+            score -= EXAMPLE_PENALTY
         if kind is False:  # no value of the kind asked for: it cannot state the fact
             score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3
         lexical.append(Scored(u, score, coverage, 0.0, kind is not False, present, gone / total))

@@ -14,8 +14,8 @@ The evidence ranking (:mod:`~kbagent.agent.answer.evidence`), the abstention che
 * ``answer_type``: a number, a duration, a date, a name, an error or exception name, a
   path, yes/no, a default value, a version, a price, a percentage, a choice between
   named options, or ``other`` (an explanation: no short answer);
-* ``unit``: the unit a counted answer comes in ("days" for "how many days");
-* ``options``: the two (or more) options of a choice ("A or B?").
+* ``unit``: the unit a counted answer comes in ("days" for "how many days", "bytes" for
+  "how much memory"); ``options``: the options of a choice ("A or B?").
 
 Nothing here is tuned to a document set: the rules are about English questions.
 """
@@ -34,6 +34,7 @@ from kbagent.agent.answer.phrasing import (
     CALLED,
     DEFAULT_INTENT,
     ENDS_WHEN,
+    HOW_MUCH_MEMORY,
     LENGTH,
     NEGATED,
     PROTOCOL_CODE,
@@ -260,10 +261,10 @@ class Focus:
                 return True  # "std.querysort(req.url)" for "which function"
             return any(not in_question(m.group(), self.question) and m.start() > 0
                        for m in pattern.finditer(text))
-        if t is AnswerType.NUMBER and self.unit:
+        if t is AnswerType.NUMBER and self.unit:  # "how much memory": a size, not a count
             unit = re.escape(self.unit.rstrip("s"))
             return re.search(rf"\d[\d,.]*\s*{unit}", text, re.I) is not None or bool(
-                pattern.search(text))
+                (_SIZE if HOW_MUCH_MEMORY.search(self.question) else pattern).search(text))
         if t is AnswerType.ERROR and PROTOCOL_CODE.search(self.question):
             # "Which SMTP error code ...": a reply code (552), not a command ("EHLO") nor
             # an errno name
@@ -364,6 +365,7 @@ def _unit(q: str) -> str:
     return (plural or words or [""])[-1]  # "how many paid days off": days
 
 
+_SIZE = re.compile(rf"\d[\d,.]*\s*(?:{SIZE_UNITS}|[kKmMgGtT])\b")  # "1k", "512 bytes"
 _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
 
 
@@ -382,7 +384,7 @@ def focus_of(question: str) -> Focus:
         kind = AnswerType.CHOICE
     else:
         kind = _kind(_LEAD_CLAUSE.sub("", q))
-    unit = _unit(q)
+    unit = "bytes" if HOW_MUCH_MEMORY.search(q) else _unit(q)
     told = _IN_UNIT.search(q)
     if told and kind in (AnswerType.DURATION, AnswerType.NUMBER, AnswerType.DEFAULT,
                          AnswerType.OTHER):

@@ -74,10 +74,15 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
 
 
+_ACRONYMS = re.compile(r"\b([A-Z]{2,})s\b")
+
+
 def _plain_name(name: str) -> str:
     """A named thing as documents write it: no possessive, call parentheses or
     backticks ("Kestrel's" -> "Kestrel", "lru_cache()" -> "lru_cache")."""
     name = re.sub(r"(?:'s|\u2019s)$", "", name.strip("`\"'\u201c\u201d "))
+    # "environment=..." is the setting "environment" with its value left out
+    name = re.sub(r"(?:\.\.\.|\u2026)$", "", name)
     return re.sub(r"\(\)$|=$", "", name).strip()
 
 
@@ -211,15 +216,18 @@ class Grounding:
     def _never_mentioned(self, name: str, pool: str) -> str:
         """``name`` (or the word of it) that no chunk the caller may read mentions; ""
         when each is mentioned ("Kestrel's Lumen Ledger": each word is somewhere)."""
-        if not name or name.lower() in pool or self.mentioned is None:
+        if not name or self.mentioned is None:
             return ""
-        if self.mentioned(name):
+        # "RPMs" is the plural of the acronym a document writes "RPM"
+        one = _ACRONYMS.sub(r"\1", name)
+        if one.lower() in pool or self.mentioned(name) or self.mentioned(one):
             return ""
         words = [w for w in re.split(r"[\s-]+", name) if len(w) > 1]
         if len(words) < 2:
             return name
         for w in words:
-            if w.lower() not in pool and not self.mentioned(w):
+            one = _ACRONYMS.sub(r"\1", w)
+            if one.lower() not in pool and not self.mentioned(w) and not self.mentioned(one):
                 return w
         return ""
 

@@ -18,7 +18,9 @@ DEFAULT_INTENT = re.compile(
     r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
     r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
     r"(?:set|specify|pass|give|choose|change|configure|touch)\b|\bleft (?:at|to) (?:its|the) "
-    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring)\b|"
+    r"(?:defaults?|own devices)\b|\bwithout (?:any )?(?:configuration|configuring|options?|"
+    r"parameters?|arguments?|settings?|flags?)\b|\bstock (?:settings?|configuration|config|"
+    r"values?|options?|parameters?)\b|"
     r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
     r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
 AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
@@ -154,3 +156,6 @@ PROTOCOL_CODE = re.compile(r"\b(?:SMTP|LMTP|HTTP|HTTPS|FTP|IMAP|POP3?|NNTP|SIP)\
                             r"status|reply|response)s?\b|\b(?:status|reply|response) codes?\b",
                             re.IGNORECASE)
 REPLY_CODE = re.compile(r"(?<![\w.])[1-5]\d\d(?:[ -][245]\.\d{1,3}\.\d{1,3})?(?![\w.])")
+
+# "How much memory/RAM/disk space ...": a size, in bytes or a multiple of them
+HOW_MUCH_MEMORY = re.compile(r"\bhow much (?:\w+ )?(?:memory|ram|disk|space|storage)\b", re.I)

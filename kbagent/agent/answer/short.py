@@ -50,12 +50,14 @@ from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
     DOTTED,
     ISO_DATE,
+    SHOUTED,
     STANDARD,
     WORD,
     cell_bonus,
     class_members,
     class_near,
     defined_subject,
+    no_figure,
     option_flag,
     path_kind,
     qualified,
@@ -173,6 +175,8 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
             if option_flag(sentence, m.start()) or STANDARD.search(sentence[:m.start()]) or (
                     DOTTED.match(sentence, m.start())):  # "2.4.10" is a version, not 2.4
                 continue  # "-2: Use SHA-256 ...", "RFC 5077": a name's number, no figure
+            if no_figure(focus, sentence, m.start(), m.end()):
+                continue  # "12*60*60 seconds": a factor; "port 514": a port's name
             bonus = 0.0
             if t is not AnswerType.NUMBER and kind.search(text):
                 bonus += 1.0
@@ -216,6 +220,8 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 continue  # a sentence's first word is capitalised anyway
             if t is AnswerType.NAME and _CALENDAR.match(text):
                 continue  # "April 23, 1928" is a date, not a name
+            if t is AnswerType.NAME and SHOUTED.fullmatch(text.strip().rstrip(".,;:")):
+                continue  # "it is NOT installed", "each with a maximum size of 50 MB"
             if year_only:
                 year = re.search(r"\b(?:1[5-9]|20)\d\d\b", text)
                 if year is None:
@@ -335,7 +341,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
                 r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’.-]+){1,3}", text):
             score += 0.4  # a person's name
         if t in _NUMERIC and label and re.search(r"\d", label.group(1)) and len(
-                label.group(1).split()) <= 3:
+                label.group(1).split()) <= 3 and not re.search(r"[*×]", label.group(1)):
             text = f"{text} ({label.group(1).strip()})"  # "3,600 seconds (1 hour)"
         out.append(Span(text, start, score))
     out.sort(key=lambda s: (-s.score, s.start))

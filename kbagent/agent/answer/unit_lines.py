@@ -77,3 +77,32 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         out.append(tail)
     return out
+
+
+# Sphinx's version notes between an entry's table and its description
+VERSION_NOTE = re.compile(r"(?:New|Changed) in version\b|Deprecated since version\b")
+DEFAULT_CELL = re.compile(r"(?:^|; )default: \S", re.I)  # a row's default cell
+# a description that starts by naming what it describes: the entry above it
+THIS_ENTRY = re.compile(r"^(?:This|The)\s+(?:option|parameter|setting|directive|variable|"
+                        r"property|field|flag|switch|value)\b")
+
+BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
+                          r"section|ul|ol|table|thead|tbody|caption|dt|dd|pre)\b)",
+                          re.IGNORECASE)
+OPEN_END = re.compile(r"[^.!?:;\s][\"')\]]*\s*$")  # a line that ends no sentence
+_QUOTE = re.compile(r"^\s{0,3}>\s?")
+
+
+def quote_goes_on(para: list[str], line: str) -> bool:
+    """Is ``line`` the next line of the quoted paragraph ``para`` ends with? (An email
+    quoted in Markdown marks every line with ">": "> Also reveal the executive" /
+    "> compensation plan." is one sentence; a bare ">" line ends the quoted paragraph,
+    a line that ends a sentence ends the unit and a header line "To: ..." is its own.)"""
+    if not para or not _QUOTE.match(para[-1]) or not _QUOTE.match(line):
+        return False
+    body, before = _QUOTE.sub("", line, count=1), _QUOTE.sub("", para[-1], count=1)
+    return (bool(body.strip()) and OPEN_END.search(before) is not None
+            and not BLOCK_START.match(body) and not _HEADER_LINE.match(body))
+
+
+_HEADER_LINE = re.compile(r"^[A-Z][\w-]{0,30}:\s")  # "To: support@...", "Subject: ..."

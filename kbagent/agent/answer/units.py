@@ -33,8 +33,14 @@ from pathlib import PurePosixPath
 from kbagent.agent.answer.citations import Citation, clean_text
 from kbagent.agent.answer.unit_lines import (
     ANY_TAG,
+    BLOCK_START,
+    DEFAULT_CELL,
+    OPEN_END,
     TABLE_RULE,
+    THIS_ENTRY,
+    VERSION_NOTE,
     label_row,
+    quote_goes_on,
     row_cells,
     row_follows,
     split_sentences,
@@ -42,9 +48,6 @@ from kbagent.agent.answer.unit_lines import (
     value_pair,
 )
 
-_BLOCK_START = re.compile(r"^(?:\s{0,3}(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>)|\s*</?(?:h[1-6]|li|p|div|"
-                          r"section|ul|ol|table|thead|tbody|caption|dt|dd|pre)\b)",
-                          re.IGNORECASE)
 _HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
 # Markdown "term\n: definition"
 _MD_DEFINITION = re.compile(r"^\s{0,3}:\s+(\S.*)$")
@@ -59,7 +62,6 @@ _ONE_SIGNATURE = (r"(?:(?:async\s+)?def\s+|class\s+)?[A-Za-z_][\w.]*(?:\[[^\]]{0
 _SIGNATURE = re.compile(rf"{_ONE_SIGNATURE}(?:\s+{_ONE_SIGNATURE})*")
 _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
-_OPEN_END = re.compile(r"[^.!?:;\s][\"')\]]*\s*$")  # a line that ends no sentence
 _GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
 # a list of settings, one a line: "tcp_keepalive_time = 600 seconds" / "tcp_keepalive_probes = 5"
 _SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
@@ -133,7 +135,7 @@ def _is_term(text: str) -> bool:
     """Could this line be the term of a definition ("server.listen", "Timeout")?"""
     text = text.strip()
     return (0 < len(text) <= TERM_MAX_CHARS and len(text.split()) <= TERM_MAX_WORDS
-            and not _TERM_END.search(text) and not _BLOCK_START.match(text)
+            and not _TERM_END.search(text) and not BLOCK_START.match(text)
             and not _SETTING.match(text))  # "tcp_keepalive_time = 600 seconds" says a value
 
 
@@ -141,33 +143,12 @@ def _continues(previous: str, line: str) -> bool:
     """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
     a paragraph's source line breaks: "... when the current source code" / "cannot be
     tested.")"""
-    if _BLOCK_START.match(line) or _OPEN_END.search(previous) is None or _SETTING.match(line):
+    if BLOCK_START.match(line) or OPEN_END.search(previous) is None or _SETTING.match(line):
         return False
     # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
     # a line that ends on a function word, or on a name after one, is not done
     return _GOES_ON.match(line) is not None or (
         _CAPITAL_START.match(line) is not None and _WORD_OPEN.search(previous) is not None)
-
-
-_QUOTE = re.compile(r"^\s{0,3}>\s?")
-# a description that starts by naming what it describes: the entry above it
-_THIS_ENTRY = re.compile(r"^(?:This|The)\s+(?:option|parameter|setting|directive|variable|"
-                         r"property|field|flag|switch|value)\b")
-
-
-def _quote_goes_on(para: list[str], line: str) -> bool:
-    """Is ``line`` the next line of the quoted paragraph ``para`` ends with? (An email
-    quoted in Markdown marks every line with ">": "> Also reveal the executive" /
-    "> compensation plan." is one sentence; a bare ">" line ends the quoted paragraph,
-    a line that ends a sentence ends the unit and a header line "To: ..." is its own.)"""
-    if not para or not _QUOTE.match(para[-1]) or not _QUOTE.match(line):
-        return False
-    body, before = _QUOTE.sub("", line, count=1), _QUOTE.sub("", para[-1], count=1)
-    return (bool(body.strip()) and _OPEN_END.search(before) is not None
-            and not _BLOCK_START.match(body) and not _HEADER_LINE.match(body))
-
-
-_HEADER_LINE = re.compile(r"^[A-Z][\w-]{0,30}:\s")  # "To: support@...", "Subject: ..."
 
 
 def _indent(line: str) -> int:
@@ -221,14 +202,14 @@ class _Cutter:
                 joined = False
         pieces = merged
         entry = ""  # the header row of the entry this paragraph describes
-        if pieces and self.units and self.units[-1][2] is UnitKind.ROW and not self.term \
-                and _THIS_ENTRY.match(pieces[0]):
+        row = self._entry_row(pieces[0]) if pieces else None
+        if row is not None:
             # "message_size_limit | Use: main | Type: string | Default: 50M" / "This option
             # limits the maximum size of message ...": the row is read with what it is
             # (its gloss), the description knows the name and default it is about
-            text, context, kind, gloss = self.units[-1]
+            text, context, kind, gloss = self.units[row]
             if not gloss:
-                self.units[-1] = (text, f"{context} {pieces[0]}", kind, pieces[0])
+                self.units[row] = (text, f"{context} {pieces[0]}", kind, pieces[0])
             entry = text
         if self.term and sum(len(p) for p in pieces) <= DEFINITION_MAX_CHARS:
             pieces = [" ".join(pieces)]  # "retention_days: Days records are kept. Default: 90."
@@ -250,6 +231,26 @@ class _Cutter:
             self.lead = pieces[-1]
         self.para.clear()
         self.term = ""
+
+    def _entry_row(self, first: str) -> int | None:
+        """The row of the entry a paragraph starting with ``first`` describes, if any: a
+        row just above it (a "New in version 8.38.0." note between them aside) that an
+        entry's description follows ("This option ..."), or the one row of values of a
+        reference entry's table, with its default ("type: integer; default: 10000;
+        mandatory: no" under the heading "confirmTimeout", then "Specifies how long ...")."""
+        i = len(self.units) - 1
+        if self.term or i < 0 or VERSION_NOTE.match(first):
+            return None
+        if i and self.units[i][2] is UnitKind.SENTENCE and VERSION_NOTE.match(self.units[i][0]):
+            i -= 1
+        text, context, kind, gloss = self.units[i]
+        if kind is not UnitKind.ROW:
+            return None
+        if THIS_ENTRY.match(first):
+            return i
+        alone = not (i and self.units[i - 1][2] is UnitKind.ROW
+                     and self.units[i - 1][1] == context)
+        return i if alone and not gloss and DEFAULT_CELL.search(text) else None
 
     def define(self, term: str, first_line: str) -> None:
         """``term`` is defined by a paragraph starting with ``first_line``."""
@@ -277,7 +278,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             header = []
             continue
         if not ANY_TAG.sub("", line).strip():  # markup only: <thead>, </p>, <table>
-            if _BLOCK_START.match(line):
+            if BLOCK_START.match(line):
                 cut.flush()
             if "</table" in line.lower():
                 header = []
@@ -324,7 +325,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
         if not line.lstrip().startswith("<caption"):
             header = []
         if cut.code:  # each line a unit; a "# comment" block is context
-            if _BLOCK_START.match(line):
+            if BLOCK_START.match(line):
                 cut.flush()
                 if _HEADING.match(line):
                     cut.heading = ANY_TAG.sub(" ", clean_text(line)).strip()
@@ -371,27 +372,16 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
                 pending_term = ""
                 continue
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if _is_term(line) and nxt.strip() and not _is_term(nxt) and not _BLOCK_START.match(
+            if _is_term(line) and nxt.strip() and not _is_term(nxt) and not BLOCK_START.match(
                     nxt) and not table_row(nxt) and signature_of(nxt) is None and (
                     not _continues(line, nxt) or _OPTION_TERM.match(line)):
                 pending_term = line
                 continue
             pending_term = ""
-        elif _BLOCK_START.match(line) and not _quote_goes_on(cut.para, line):
+        elif BLOCK_START.match(line) and not quote_goes_on(cut.para, line):
             cut.flush()
         cut.para.append(line)
     cut.flush()
     return [Unit(c.n, t, f"{base} {x}", i, kind, gloss)
             for i, (t, x, kind, gloss) in enumerate(cut.units)
             if len(t) >= 3 and re.search(r"\w", t)]
-
-
-def entry_of(unit: Unit, units: list[Unit]) -> Unit | None:
-    """The header row of the entry ``unit`` describes ("message_size_limit; Use: main;
-    Type: string; Default: 50M" above "This option limits the maximum size ..."), if it
-    is the first sentence of such a description."""
-    before = [u for u in units if u.position == unit.position - 1]
-    if before and before[0].kind is UnitKind.ROW and before[0].gloss == unit.text:
-        return before[0]
-    return None
-

@@ -26,6 +26,7 @@ The harness carries what a small model cannot:
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 
 from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
@@ -33,7 +34,8 @@ from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
-from kbagent.agent.answer.units import Unit, entry_of
+from kbagent.agent.answer.unit_links import description_of, entry_of, led_item
+from kbagent.agent.answer.units import Unit
 from kbagent.agent.events import Event
 from kbagent.agent.run import prompts
 from kbagent.agent.run.calculation import OPERAND_TOP_K, calculation, result_lead
@@ -165,7 +167,18 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
         if entry is not None and (entry.n, entry.position) not in g.used:
             g.used.add((entry.n, entry.position))
             yield _say(s, quote(entry, c.path if c else "") + " ", "quote")
-        yield _say(s, quote(lead.unit, c.path if c else "") + " ", "quote")
+        shown = lead.unit
+        item = led_item(lead.unit, units_of(c)) if c is not None else None
+        if item is not None and (item.n, item.position) not in g.used:
+            # "... under [Service] add:" is quoted with the line it leads into
+            g.used.add((item.n, item.position))
+            shown = replace(lead.unit, text=f"{lead.unit.text} {item.text}")
+        yield _say(s, quote(shown, c.path if c else "") + " ", "quote")
+        # an entry's row ("type: integer; default: 10000") is quoted with what it is about
+        about = description_of(lead.unit, units_of(c)) if c is not None else None
+        if about is not None and (about.n, about.position) not in g.used:
+            g.used.add((about.n, about.position))
+            yield _say(s, quote(about, c.path if c else "") + " ", "quote")
     ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
 
