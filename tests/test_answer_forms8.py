@@ -161,3 +161,18 @@ def test_a_sentence_that_leads_into_a_line_is_quoted_with_it(tmp_path: Path):
                  "limit on open files?")
     first = final.result.answer.split("” [")[0]
     assert "add: LimitNOFILE=<new value>" in first
+
+
+def test_a_count_asked_in_one_hour_scales_the_rate_the_source_states(tmp_path: Path):
+    """A count per a span of time asked in a clause ("..., what is the largest number
+    of journal messages frobd passes on in one hour ..."): the stated rate (20,000
+    messages within 10 minutes) scaled by the calculator."""
+    text = ("# imfrob: journal input\n\n## Rate limiting\n\nBy default, rate limiting is "
+            "activated and permits to process 20,000 messages within 10 minutes. Rate "
+            "limiting can be turned off by setting the interval to 0.\n\n## Threads\n\n"
+            "The module runs 2 worker threads by default.\n")
+    final = _ask(tmp_path, "imfrob.md", text,
+                 "With imfrob left at its default rate limiting, what is the largest number "
+                 "of journal messages frobd will pass on in one hour before it drops some?")
+    assert final.result.short_answer.startswith("120,000 messages")
+    assert any(st.action == "calculate" for st in final.result.steps)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import QUESTION_WORDS
-from kbagent.agent.run.quantities import MEASURES, Target, asked_unit
+from kbagent.agent.run.quantities import MEASURES, SPAN_SUBJECT, Target, asked_unit
 
 # An item that can be compared: a period (Q2, H1, FY2026, 2025, Q3 2026), or a short
 # capitalised name (Business, Team).
@@ -280,7 +280,11 @@ def _convert(question: str) -> CalcPlan | None:
         return None
     m = _SUBJECT.match(question)
     if m is None:
-        return None
+        # "..., what is the largest number of journal messages rsyslog will pass on in
+        # one hour ...": a count per a span of time, its subject the words about it
+        span = SPAN_SUBJECT.search(question) if target.per is not None else None
+        item = _clean(span.group("s")) if span else ""
+        return CalcPlan("convert", [Operand(item, "")], "", target) if item else None
     subject = _UNIT_TAIL.sub("", m.group("s").strip(" ?.,!"))
     # "... keep credentials by default": a condition, not the subject's words
     subject = re.sub(r",?\s+(?:by default|out of the box|normally|in total)$", "", subject,

@@ -30,9 +30,10 @@ from kbagent.agent.run.decompose import (
 from kbagent.agent.run.harness_steps import calculate_step, search_step
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
-from kbagent.agent.run.quantities import Measure, unit_after
+from kbagent.agent.run.quantities import Measure, compound_at, unit_after
 from kbagent.agent.run.state import RunState
 
+RATE_UNITS = 6  # best units a rate asked for is read from
 ANSWER_UNITS = 3  # best units read for a conversion's figure when no operand reading finds it
 OPERAND_TOP_K = 15  # hits per operand search: a figure often sits in a table row, which
 # the lexical index ranks first and the embedding last (q1 2026 ARR: bm25 #1, vector #50)
@@ -58,7 +59,10 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
         cites = [c for c in s.ledger if c.n in found] + [c for c in s.ledger
                                                            if c.n not in found]
         pools.append([u for c in cites for u in units_of(c)])
-        value = find_operand(op, pools[-1], like=values[0].text if values else "")
+        # (a rate is read from the units best for the whole question)
+        value = (_rate(plan, [e.unit for e in g.evidence(limit=RATE_UNITS)])
+                 if plan.op == "convert" else None) or find_operand(
+            op, pools[-1], like=values[0].text if values else "")
         if plan.op == "convert" and (value is None or (value.measure is None
                                                       and value.compound is None)):
             # a figure without a unit converts to nothing: the answer's figure, if it has one
@@ -96,6 +100,21 @@ def calculation(s: RunState, step: int, plan: CalcPlan) -> Generator[Event, None
     yield _say(s, f"Calculation: {expr.replace('*', '×')} = {result} (calculated). ",
                "calculation")
     return True
+
+
+def _rate(plan: CalcPlan, units: list[Unit]) -> Value | None:
+    """A count per a span of time asked for ("messages ... in one hour"): the first rate
+    of the thing counted the sources state ("20,000 messages within 10 minutes")."""
+    target = plan.unit
+    if target is None or target.per is None or not target.what:
+        return None
+    for u in units:
+        for m in re.finditer(r"(?<![\w.,])\d", u.text):
+            c = compound_at(u.text, m.start())
+            if c is not None and c.per is not None and \
+                    c.what.split()[-1].rstrip("s") == target.what.rstrip("s"):
+                return Value(c.number, c.text, u, None, c)
+    return None
 
 
 def literal_value(text: str) -> Value:

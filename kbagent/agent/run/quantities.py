@@ -54,7 +54,8 @@ _AFTER_NUMBER = re.compile(rf"\s?(?P<u>{_ALIAS_RE})(?![\w])", re.IGNORECASE)
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # a counted thing per time: "5 pages every 250 ms", "1,000 requests per second"
 _RATE = re.compile(rf"(?P<n>{_NUM})\s+(?P<what>[a-z][\w-]*(?:\s[a-z][\w-]*)?)\s+"
-                   rf"(?:every|per|each|a|an)\s+(?:(?P<m>{_NUM})\s?)?(?P<t>{_ALIAS_RE})(?![\w])",
+                   rf"(?:every|per|each|a|an|within|in)\s+(?:(?P<m>{_NUM})\s?)?(?P<t>{_ALIAS_RE})"
+                   r"(?![\w])",
                    re.IGNORECASE)
 # a count of things of a size: "1,000 pages of 4 KB each", "8 buffers of 64 MB"
 _PRODUCT = re.compile(rf"(?P<n>{_NUM})\s+(?P<what>[a-z][\w-]*)\s+(?:of|at)\s+"
@@ -63,6 +64,13 @@ _PRODUCT = re.compile(rf"(?P<n>{_NUM})\s+(?P<what>[a-z][\w-]*)\s+(?:of|at)\s+"
 _ASK_IN = re.compile(rf"\b(?:in|into|to|as)\s+(?P<u>{_ALIAS_RE})\s*\??\s*$", re.IGNORECASE)
 _ASK_HOW_MANY = re.compile(rf"\bhow many\s+(?P<u>{_ALIAS_RE})\b(?!\s+(?:of|per|every))",
                            re.IGNORECASE)
+# "the largest number of journal messages ... in one hour": a count per a span of time
+_ASK_SPAN = re.compile(rf"\b(?:how many|number of)\s+(?:\w+\s+)?(?P<what>[a-z][\w-]*s)\b.*?"
+                       rf"\b(?:in|within|during|over)\s+(?:one|a|an|1|a single)\s+"
+                       rf"(?P<t>{_ALIAS_RE})\b", re.IGNORECASE)
+# its subject: "journal messages rsyslog will pass on"
+SPAN_SUBJECT = re.compile(r"\b(?:how many|number of)\s+(?P<s>.+?)\s+(?:in|within|during|over)\s+"
+                          r"(?:one|a|an|1|a single)\s+\w+\b", re.IGNORECASE)
 _ASK_RATE = re.compile(rf"\b(?P<what>[a-z][\w-]*)\s+(?:per|a|each|every)\s+(?P<t>{_ALIAS_RE})\b",
                        re.IGNORECASE)
 
@@ -114,6 +122,10 @@ def asked_unit(question: str) -> Target | None:
         per = measure(rate.group("t"))
         if per is not None and per.dim == "time" and measure(rate.group("what")) is None:
             return Target(None, rate.group("what").lower(), per)
+    span = _ASK_SPAN.search(q)
+    if span and (per := measure(span.group("t"))) is not None and per.dim == "time" and \
+            measure(span.group("what")) is None:
+        return Target(None, span.group("what").lower(), per)
     for pattern in (_ASK_IN, _ASK_HOW_MANY):
         m = pattern.search(q)
         if m and (u := measure(m.group("u"))) is not None and u.dim != "percent":
