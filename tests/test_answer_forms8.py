@@ -176,3 +176,19 @@ def test_a_count_asked_in_one_hour_scales_the_rate_the_source_states(tmp_path: P
                  "of journal messages frobd will pass on in one hour before it drops some?")
     assert final.result.short_answer.startswith("120,000 messages")
     assert any(st.action == "calculate" for st in final.result.steps)
+
+
+def test_a_yes_no_answered_in_other_words_gets_its_yes(tmp_path: Path):
+    """The sentence that answers a yes/no question shares few of its words ("let the
+    operating system pick" / "let the OS automatically assign") but is close in meaning:
+    the answer still starts with "Yes"."""
+    text = ("<html><body><h2>listenPortFileName</h2>\n<p>This parameter specifies a file "
+            "name into which the port number this input listens on is written.</p>\n<p>It "
+            "is primarily intended for cases when port is set to 0 to let the OS "
+            "automatically assign a free port number.</p>\n<h2>Statistic Counter</h2>\n"
+            "<p>For example, the counter for a listener on port 7514 with no set name is "
+            "called frob(7514).</p>\n</body></html>\n")
+    final = _ask(tmp_path, "imfrob.html", text,
+                 "Can I let the operating system pick a free port for an imfrob listener "
+                 "instead of fixing the port number myself?")
+    assert final.result.short_answer.startswith("Yes")

@@ -66,6 +66,7 @@ PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: les
 SHORT_FROM = 3  # units looked at for a short answer
 TOTAL_UNITS = 15  # best units a total's two figures are looked for in
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
+YESNO_SIMILARITY = 0.55  # or half of it, in a unit this close in meaning
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 # a short answer comes from a unit covering at least this share of what the best covers
 # (a unit sharing one heavy word, "Default: 8 MB", must not outbid the question's topic)
@@ -274,8 +275,9 @@ def _common_names(s: RunState) -> frozenset[str]:
 def _yes_no(focus: Focus, best: Scored) -> str | None:
     """"Yes" or "No" from the best unit, only when it covers the question well: a
     sentence that shares a few of its words says nothing about yes or no."""
-    if best.coverage < YESNO_COVERAGE:
-        return None
+    if best.coverage < YESNO_COVERAGE and not (
+            best.similarity >= YESNO_SIMILARITY and best.coverage >= YESNO_COVERAGE / 3):
+        return None  # (a sentence close in meaning says it in its own words)
     return yes_no(focus, best.unit.text)
 
 
