@@ -50,6 +50,7 @@ from kbagent.agent.answer.span_rules import (
     ARTICLE_WORDS,
     DOTTED,
     ISO_DATE,
+    NAMED_AS,
     SHOUTED,
     STANDARD,
     WORD,
@@ -211,6 +212,7 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
         return out
     if t is AnswerType.NAME:
         out += class_members(focus, sentence) + defined
+        out += [(m.group("n"), m.start("n"), 0.5) for m in NAMED_AS.finditer(sentence)]
     if pattern is not None:
         year_only = t is AnswerType.DATE and re.search(
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)

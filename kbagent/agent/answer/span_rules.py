@@ -50,6 +50,8 @@ def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
 
 
 # a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
+# a lower-case hyphenated name after "named"/"called" (a version placeholder left out)
+NAMED_AS = re.compile(r"\b(?:named|called)\s+(?P<n>[a-z][\w.+]*(?:-(?!<)[a-z0-9][\w.+]*)+)")
 # a number that is a factor of a product written out ("12*60*60 seconds")
 _OPERAND = re.compile(r"\s?[*×]")
 _PORT_BEFORE = re.compile(r"\bports? $", re.I)  # "on port 514": the port's name
