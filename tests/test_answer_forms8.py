@@ -192,3 +192,29 @@ def test_a_yes_no_answered_in_other_words_gets_its_yes(tmp_path: Path):
                  "Can I let the operating system pick a free port for an imfrob listener "
                  "instead of fixing the port number myself?")
     assert final.result.short_answer.startswith("Yes")
+
+
+def test_a_unit_under_an_examples_heading_is_no_default(embedder):
+    """The chunk's heading trail says "Examples" (the unit's own heading does not): a
+    value set there is no default."""
+    q = "If I load omfrob without options, how many seconds pass between two statistics reports?"
+    example = Citation(1, "kb", "modules/omfrob.html", 1, 2, "This loads the module and "
+                       "reports statistics every 600 seconds.", None, "kb_search",
+                       heading="omfrob > Examples > Report to the frob log")
+    reference = Citation(2, "kb", "modules/omfrob.html", 9, 10, "Statistics are reported "
+                         "every 300 seconds.", None, "kb_search",
+                         heading="omfrob > Module Parameters > reportInterval")
+    vectors = SentenceVectors(lambda texts: embedder.encode(texts))
+    best = best_evidence(q, [example, reference], limit=2, vectors=vectors)
+    assert best[0].unit.n == 2
+
+
+def test_spaced_products_prose_phrases_and_space_between_paragraphs():
+    f = focus_of("How long can a sender stay silent before frobd forgets it?")
+    assert short_answer(f, "Default: 12 hours (12 * 60 * 60 seconds): frobd forgets a "
+                           "sender after that.") == "12 hours"
+    f = focus_of("Which package provides frobtool?")
+    assert short_answer(f, "frobtool comes with the so-called plug-and-play setup.") != \
+        "plug-and-play"
+    assert focus_of("How much space does the formatter put between paragraphs?").unit != "bytes"
+    assert focus_of("How much disk space does the frob cache take?").unit == "bytes"

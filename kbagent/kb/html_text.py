@@ -42,6 +42,7 @@ class _Converter(HTMLParser):
         self._in_title = False
         self._list_depth = 0  # open ul/ol elements
         self._cells = 0
+        self._row = False  # inside a <tr> (its end tag may be left out)
 
     # --- line buffer -------------------------------------------------------
     def _flush(self) -> None:
@@ -100,6 +101,9 @@ class _Converter(HTMLParser):
             return
         if tag in _JOINED:
             self._flush()
+            if tag == "tr":  # a new row ends one whose </tr> was left out
+                self._joined = [t for t in self._joined if t != "tr"]
+                self._row = True
             self._joined.append(tag)
             if tag[0] == "h" and tag[1:].isdigit():
                 self._prefix = "#" * int(tag[1]) + " "
@@ -108,13 +112,18 @@ class _Converter(HTMLParser):
                 # citation's excerpt must be findable in the cited lines
                 self._prefix = "  " * max(0, self._list_depth - 1) + "- "
             return
-        if tag in _BLOCK and not self._in_row():
-            self._flush()
+        if tag in _BLOCK:
+            self._block()
 
-    def _in_row(self) -> bool:
-        """Inside a table row, a cell's paragraphs (Sphinx writes ``<td><p>200</p></td>``)
-        are no lines of their own: the row stays one ``a | b`` line."""
-        return "tr" in self._joined
+    def _block(self) -> None:
+        """A block starts or ends. Inside a table row a cell's paragraphs (Sphinx writes
+        ``<td><p>200</p></td>``) are no lines of their own: the row stays one ``a | b``
+        line, its paragraphs a space apart."""
+        if self._row:
+            if self._parts:
+                self._emit(" ", self.getpos()[0])
+        else:
+            self._flush()
 
     def handle_endtag(self, tag: str) -> None:
         if self._skip_depth:
@@ -136,12 +145,19 @@ class _Converter(HTMLParser):
         if tag in _JOINED:
             if self._joined and self._joined[-1] == tag:
                 self._joined.pop()
+            elif tag in self._joined:  # an element inside it left open (an <li>)
+                del self._joined[len(self._joined) - 1 - self._joined[::-1].index(tag):]
+            if tag == "tr":
+                self._row = False
             self._flush()
             self._prefix = ""  # an empty item's "- " is no prefix of the next line
             self._cells = 0
             return
-        if tag in _BLOCK and not self._in_row():
-            self._flush()
+        if tag == "table":
+            self._row = False  # a row left open ends with its table
+            self._joined = [t for t in self._joined if t != "tr"]
+        if tag in _BLOCK:
+            self._block()
 
     def handle_data(self, data: str) -> None:
         if self._skip_depth:

@@ -197,7 +197,8 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
         score -= 0.1 * max(0, len(u.text) - 200) / 200  # a long unit covers by chance
         if len(chunks_of[key]) >= BOILERPLATE_CHUNKS:
             score -= BOILERPLATE_PENALTY
-        if wants_default and _EXAMPLE.search(u.context) and "default" not in low:
+        if wants_default and _EXAMPLE.search(f"{u.trail} {u.context}") and \
+                "default" not in low:
             score -= EXAMPLE_PENALTY
         if kind is False:  # no value of the kind asked for: it cannot state the fact
             score -= TYPE_MISS if f.answer_type in VALUE_TYPES else TYPE_MISS / 3

@@ -158,4 +158,5 @@ PROTOCOL_CODE = re.compile(r"\b(?:SMTP|LMTP|HTTP|HTTPS|FTP|IMAP|POP3?|NNTP|SIP)\
 REPLY_CODE = re.compile(r"(?<![\w.])[1-5]\d\d(?:[ -][245]\.\d{1,3}\.\d{1,3})?(?![\w.])")
 
 # "How much memory/RAM/disk space ...": a size, in bytes or a multiple of them
-HOW_MUCH_MEMORY = re.compile(r"\bhow much (?:\w+ )?(?:memory|ram|disk|space|storage)\b", re.I)
+HOW_MUCH_MEMORY = re.compile(r"\bhow much (?:\w+ )?(?:memory|ram|disk|storage)\b|\bhow much "
+                             r"(?:\w+ )?(?:disk|storage) space\b", re.I)

@@ -49,26 +49,32 @@ def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
     return 0.0
 
 
-# a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
 # a lower-case hyphenated name after "named"/"called" (a version placeholder left out)
-NAMED_AS = re.compile(r"\b(?:named|called)\s+(?P<n>[a-z][\w.+]*(?:-(?!<)[a-z0-9][\w.+]*)+)")
+# ("the so-called man-in-the-middle attack" names nothing: a phrase of function words)
+NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on|to|and|or|for)-)"
+                      r"(?P<n>[a-z][\w.+]*(?:-(?!<)[a-z0-9][\w.+]*)+)")
 # a number that is a factor of a product written out ("12*60*60 seconds")
-_OPERAND = re.compile(r"\s?[*×]")
+_OPERAND_BEFORE = re.compile(r"[*×]\s?$")
+_OPERAND_AFTER = re.compile(r"\s?[*×]")
 _PORT_BEFORE = re.compile(r"\bports? $", re.I)  # "on port 514": the port's name
 # a word in capitals that is emphasis or a unit, no name: "NOT", "MB"
 SHOUTED = re.compile(rf"(?:NOT|NO|ALL|ANY|ONLY|MUST|NEVER|ALWAYS|NONE|AND|OR|BUT|DO|DON'T|"
                      rf"IS|ARE|WILL|CAN|MAY|SHOULD|YES|OK|{SIZE_UNITS})")
 
 
+# a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
+STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SHA|MD|BS|EN|"
+                       r"ITU-T|X)[- ]?$")
+
+
 def no_figure(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the number at ``sentence[start:end]`` no figure the question may ask for: a
     factor of a product ("12 hours (12*60*60 seconds)"), a port's name ("port 514")
     unless a port is asked about?"""
-    if _OPERAND.search(sentence[max(0, start - 1):start]) or _OPERAND.match(sentence, end):
+    if _OPERAND_BEFORE.search(sentence[max(0, start - 2):start]) or _OPERAND_AFTER.match(
+            sentence, end):
         return True
     return "port" not in focus.terms and _PORT_BEFORE.search(sentence[:start]) is not None
-STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SHA|MD|BS|EN|"
-                       r"ITU-T|X)[- ]?$")
 
 
 DOTTED = re.compile(r"\d+\.\d+\.\d")

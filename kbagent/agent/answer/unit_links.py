@@ -38,10 +38,12 @@ LED_ITEM_CHARS = 160  # an item a sentence leads into that is quoted with it
 
 def led_item(unit: Unit, units: list[Unit]) -> Unit | None:
     """The short line a sentence ending in ":" leads into ("... and under [Service]
-    add:" / "LimitNOFILE=<new value>."): what the sentence says to do or type."""
+    add:" / "LimitNOFILE=<new value>."): what the sentence says to do or type, read as
+    led by it (the next section's first line is not)."""
     if not unit.text.rstrip().endswith(":"):
         return None
     after = [u for u in units if u.position == unit.position + 1]
-    if after and len(after[0].text) <= LED_ITEM_CHARS and not after[0].text.endswith(":"):
+    if after and len(after[0].text) <= LED_ITEM_CHARS and not after[0].text.endswith(":") \
+            and after[0].trail == unit.trail and unit.text[-40:] in after[0].context:
         return after[0]
     return None

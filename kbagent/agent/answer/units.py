@@ -108,6 +108,7 @@ class Unit:
     position: int  # order within the chunk
     kind: UnitKind = UnitKind.SENTENCE
     gloss: str = ""  # a signature's description (its first sentence): ranks, never quoted
+    trail: str = ""  # the chunk's heading trail ("impstats > Examples > Load module")
 
     @property
     def meaning(self) -> str:
@@ -382,6 +383,6 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cut.flush()
         cut.para.append(line)
     cut.flush()
-    return [Unit(c.n, t, f"{base} {x}", i, kind, gloss)
+    return [Unit(c.n, t, f"{base} {x}", i, kind, gloss, c.heading or "")
             for i, (t, x, kind, gloss) in enumerate(cut.units)
             if len(t) >= 3 and re.search(r"\w", t)]

@@ -66,7 +66,7 @@ PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: les
 SHORT_FROM = 3  # units looked at for a short answer
 TOTAL_UNITS = 15  # best units a total's two figures are looked for in
 YESNO_COVERAGE = 0.6  # the unit's question coverage a yes/no short answer needs
-YESNO_SIMILARITY = 0.55  # or half of it, in a unit this close in meaning
+YESNO_SIMILARITY = 0.55  # or a third of it, in a unit this close in meaning
 UNIT_WEIGHT = 2.0  # a unit's evidence score against its span's (short.spans) score
 # a short answer comes from a unit covering at least this share of what the best covers
 # (a unit sharing one heavy word, "Default: 8 MB", must not outbid the question's topic)
@@ -162,21 +162,22 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
         if short:
             s.short_answer = f"{short} [{lead.unit.n}]"
             yield _say(s, f"{s.short_answer}. ", "quote", [lead.unit.n])
+        near = units_of(c) if c is not None else []  # the lead's chunk, cut once
         # "This option limits ..." is quoted with the entry it describes (its name, type
         # and default): the row first
-        entry = entry_of(lead.unit, units_of(c)) if c is not None else None
+        entry = entry_of(lead.unit, near)
         if entry is not None and (entry.n, entry.position) not in g.used:
             g.used.add((entry.n, entry.position))
             yield _say(s, quote(entry, c.path if c else "") + " ", "quote")
         shown = lead.unit
-        item = led_item(lead.unit, units_of(c)) if c is not None else None
+        item = led_item(lead.unit, near)
         if item is not None and (item.n, item.position) not in g.used:
             # "... under [Service] add:" is quoted with the line it leads into
             g.used.add((item.n, item.position))
             shown = replace(lead.unit, text=f"{lead.unit.text} {item.text}")
         yield _say(s, quote(shown, c.path if c else "") + " ", "quote")
         # an entry's row ("type: integer; default: 10000") is quoted with what it is about
-        about = description_of(lead.unit, units_of(c)) if c is not None else None
+        about = description_of(lead.unit, near)
         if about is not None and (about.n, about.position) not in g.used:
             g.used.add((about.n, about.position))
             yield _say(s, quote(about, c.path if c else "") + " ", "quote")

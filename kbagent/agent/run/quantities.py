@@ -69,9 +69,10 @@ _ASK_SPAN = re.compile(rf"\b(?:how many|number of)\s+(?:\w+\s+)?(?P<what>[a-z][\
                        rf"\b(?:in|within|during|over)\s+(?:one|a|an|1|a single)\s+"
                        rf"(?P<t>{_ALIAS_RE})\b", re.IGNORECASE)
 # its subject: "journal messages rsyslog will pass on"
-SPAN_SUBJECT = re.compile(r"\b(?:how many|number of)\s+(?P<s>.+?)\s+(?:in|within|during|over)\s+"
-                          r"(?:one|a|an|1|a single)\s+\w+\b", re.IGNORECASE)
-_ASK_RATE = re.compile(rf"\b(?P<what>[a-z][\w-]*)\s+(?:per|a|each|every)\s+(?P<t>{_ALIAS_RE})\b",
+SPAN_SUBJECT = re.compile(rf"\b(?:how many|number of)\s+(?P<s>.+?)\s+(?:in|within|during|over)\s+"
+                          rf"(?:one|a|an|1|a single)\s+(?:{_ALIAS_RE})\b", re.IGNORECASE)
+_ASK_RATE = re.compile(rf"\b(?!(?:within|in|during|over|for|than)\b)(?P<what>[a-z][\w-]*)\s+"
+                       rf"(?:per|a|each|every)\s+(?P<t>{_ALIAS_RE})\b",
                        re.IGNORECASE)
 
 
