@@ -65,6 +65,9 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     ("ok, cheers, that's all for today", AskMode.DIRECT), ("ok thanks bye", AskMode.DIRECT),
     ("no more questions, have a nice day!", AskMode.DIRECT),
     ("thank you very much for your help", AskMode.DIRECT),
+    # thanks with what the answer did for the user (session 8)
+    ("thanks a lot, that sorted it out", AskMode.DIRECT), ("that did the trick!", AskMode.DIRECT),
+    ("thanks, that fixed it, but why does imtcp drop sessions?", AskMode.AGENT),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
     assert multi_hop(question) is None

@@ -34,6 +34,8 @@ _SEGMENT = (
     r"that(?:'s| is| was| will be|'ll be) (?:all|it|everything)(?: for (?:today|now|me))?|"
     r"nothing else|no more questions|no further questions|i'?m (?:done|good|all set)|"
     r"(?:that|this|it)(?: was|'s| is) " + _PRAISE + r"|you(?:'re| are| were) " + _PRAISE +
+    r"|(?:that|this|it|you)(?: has| have|'s)? (?:sorted|fixed|solved|did|worked|helped|works"
+    r"|helps)(?: it(?: out)?| the (?:trick|problem|issue)| my problem)?(?: for me)?" +
     r"|how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
     r"help|are you there)" + _ADDRESS)
 _CHITCHAT = re.compile(rf"^\s*(?:{_SEGMENT})(?:(?:\s*[,.!;:)-]+\s*|\s+)(?:and\s+)?"
