@@ -43,6 +43,11 @@ class BadInputError(KbagentError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class IncompatibleKBError(BadInputError):
+    """A KB built another way (index schema, embedding model, extraction/chunking)
+    than an incremental ingest would write: ``--rebuild`` updates it."""
+
+
 class NotFoundError(KbagentError):
     """Something named does not exist: a path, a KB, a model file."""
 

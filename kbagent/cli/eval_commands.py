@@ -132,7 +132,7 @@ def qa(
     from kbagent.batch import BatchQuestion
     from kbagent.evaluation.qa import run_qa, score_answers
     from kbagent.evaluation.qa_data import load_qa, write_corpus_folder
-    from kbagent.kb.ingest import Ingestor
+    from kbagent.evaluation.retrieval import ingest_corpus
     from kbagent.kb.knowledge_base import validate_name
     from kbagent.session_pool import SessionPool
 
@@ -151,7 +151,7 @@ def qa(
                 name = validate_name((kb or [f"eval-{ds.name}"])[0])
                 folder = settings.home / "eval" / name / "corpus"
                 write_corpus_folder(ds.corpus, folder)
-                Ingestor(settings, name, progress=bar).run(folder)
+                ingest_corpus(settings, name, folder, progress=bar)
                 kb_names = [name]
             label = ",".join(kb_names or ["all KBs"])
             if answers is not None:

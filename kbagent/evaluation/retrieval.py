@@ -19,10 +19,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbagent.errors import IncompatibleKBError
 from kbagent.evaluation.beir import BeirDataset, write_corpus
 from kbagent.evaluation.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.kb.models import IngestReport
 from kbagent.kb.search import MODES, HybridSearcher
 from kbagent.settings import Settings
 
@@ -100,8 +102,18 @@ def prepare_kb(settings: Settings, ds: BeirDataset, kb: str,
     """Write the corpus folder and ingest it; return (stem -> id, ingest seconds)."""
     folder = settings.home / "eval" / kb / "corpus"
     stems = write_corpus(ds, folder)
-    report = Ingestor(settings, kb, progress=progress).run(folder)
-    return stems, report.seconds
+    return stems, ingest_corpus(settings, kb, folder, progress).seconds
+
+
+def ingest_corpus(settings: Settings, kb: str, folder: Path,
+                  progress: ProgressFn | None = None) -> IngestReport:
+    """Ingest an evaluation corpus folder into ``kb``. The KB is derived from the
+    dataset: one built by an older kbagent (another extraction, chunking or index
+    schema) is rebuilt, not refused."""
+    try:
+        return Ingestor(settings, kb, progress=progress).run(folder)
+    except IncompatibleKBError:
+        return Ingestor(settings, kb, progress=progress).run(folder, rebuild=True)
 
 
 def evaluate(settings: Settings, ds: BeirDataset, kb_name: str, stems: dict[str, str],

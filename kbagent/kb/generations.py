@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kbagent.errors import BadInputError, KbCorruptError
+from kbagent.errors import IncompatibleKBError, KbCorruptError
 from kbagent.kb import gen_locks
 from kbagent.kb.embedder import resolve_model, vector_space
 from kbagent.kb.file_modes import private_dir, private_file
@@ -125,7 +125,7 @@ def check_compatible(name: str, manifest: dict[str, Any], model_id: str,
     """Refuse an incremental ingest into a KB built another way (schema, vector
     space, chunker): each message names the --rebuild that fixes it."""
     if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise BadInputError(
+        raise IncompatibleKBError(
             f"KB '{name}' has index schema v{manifest.get('schema_version')}, now "
             f"v{SCHEMA_VERSION} (access groups in the index); add --rebuild to update it "
             "(embeddings are reused)")
@@ -133,18 +133,18 @@ def check_compatible(name: str, manifest: dict[str, Any], model_id: str,
     want = {"version": CHUNKER_VERSION, "max_tokens": settings.chunk_tokens,
             "overlap": settings.chunk_overlap}
     if space_of(manifest) != model_id:
-        raise BadInputError(
+        raise IncompatibleKBError(
             f"KB '{name}' was built with embedding model "
             f"{space_of(manifest)!r}, not {model_id!r}; add --rebuild to re-embed"
         )
     if chunker.get("version") != CHUNKER_VERSION:
-        raise BadInputError(
+        raise IncompatibleKBError(
             f"KB '{name}' was built by an older kbagent (extraction/chunking "
             f"v{chunker.get('version')}, now v{CHUNKER_VERSION}); add --rebuild to "
             "update it (embeddings are reused)"
         )
     if chunker != want:
-        raise BadInputError(
+        raise IncompatibleKBError(
             f"KB '{name}' was chunked with {chunker['max_tokens']} tokens and "
             f"{chunker['overlap']} overlap, settings now say {want['max_tokens']} and "
             f"{want['overlap']}; add --rebuild to re-chunk"
