@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from kbagent.agent.answer.citations import Citation, clean_text
 from kbagent.agent.events import Action, AgentResult, Event, Final
-from kbagent.agent.run.loop import Agent
+from kbagent.agent.run.loop import Agent, AgentConfig
 
 
 def run(agent: Agent, question: str) -> tuple[list[Event], AgentResult]:
@@ -18,3 +20,29 @@ def run(agent: Agent, question: str) -> tuple[list[Event], AgentResult]:
 def searched(events: list[Any]) -> list[str]:
     """The queries of the run's kb_search calls, in order."""
     return [a.args["query"] for a in events if isinstance(a, Action) and a.tool == "kb_search"]
+
+
+def ask_one_file(tmp_path: Path, name: str, text: str, question: str) -> Final:
+    """``question`` through the real agent (auto mode, the harness's short answers, a
+    scripted model that says nothing useful) over a real KB of one file."""
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+    from tests.scripted_llm import ScriptedLLM
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / name).write_text(text, encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
+                  [KnowledgeBase(settings, "docs")],
+                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
+    return next(e for e in agent.run(question) if isinstance(e, Final))
+
+
+def cite(text: str, path: str, n: int = 1) -> Citation:
+    """A citation of ``text`` (its raw lines kept), as a search would return it."""
+    return Citation(n, "kb", path, 1, text.count("\n") + 1, clean_text(text), None,
+                    "kb_search", raw=text)

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbagent.agent.answer.citations import Citation, clean_text
+from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
 from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.short import spans
 from kbagent.agent.answer.units import UnitKind, units_of
 from kbagent.agent.events import Final
 from kbagent.agent.run.decompose import parts_of
-from kbagent.agent.run.loop import Agent, AgentConfig
-from kbagent.kb.knowledge_base import KnowledgeBase
-from kbagent.settings import Settings
-from tests.scripted_llm import ScriptedLLM
+from tests.agent_runs import ask_one_file, cite
 
 OPTIONS = (
     "<html><body><h2>Alphabetical list of main options</h2>\n"
@@ -41,25 +38,11 @@ OPTIONS = (
 
 
 def _ask(tmp_path: Path, name: str, text: str, question: str) -> Final:
-    """``question`` through the real agent (auto mode, the harness's short answers, a
-    scripted model that says nothing useful) over a real KB of one file."""
-    from kbagent.kb.embedder import load_embedder
-    from kbagent.kb.ingest import Ingestor
-
-    src = tmp_path / "docs"
-    src.mkdir()
-    (src / name).write_text(text, encoding="utf-8")
-    settings = Settings.load(home=tmp_path / "home")
-    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
-    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
-                  [KnowledgeBase(settings, "docs")],
-                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
-    return next(e for e in agent.run(question) if isinstance(e, Final))
+    return ask_one_file(tmp_path, name, text, question)
 
 
 def _cite(text: str, path: str = "reference/options.html", n: int = 1) -> Citation:
-    return Citation(n, "kb", path, 1, text.count("\n") + 1, clean_text(text), None,
-                    "kb_search", raw=text)
+    return cite(text, path, n)
 
 
 def test_an_entrys_header_row_alone_is_a_unit_read_with_its_description():

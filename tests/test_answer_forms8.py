@@ -14,17 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbagent.agent.answer.citations import Citation, clean_text
+from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
 from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.short import short_answer
 from kbagent.agent.answer.units import UnitKind, units_of
-from kbagent.agent.events import Final
-from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.html_text import html_to_lines
-from kbagent.kb.knowledge_base import KnowledgeBase
-from kbagent.settings import Settings
-from tests.scripted_llm import ScriptedLLM
+from tests.agent_runs import ask_one_file, cite
 
 
 def _entry(name: str, kind: str, default: str, legacy: str, description: str) -> str:
@@ -54,28 +50,6 @@ FROBD = ("<html><body><h1>omfrob: Frob Output Module</h1>\n<h2>Action Parameters
          "restarts it.</p>\n</body></html>\n")
 
 
-def _ask(tmp_path: Path, name: str, text: str, question: str) -> Final:
-    """``question`` through the real agent (auto mode, the harness's short answers, a
-    scripted model that says nothing useful) over a real KB of one file."""
-    from kbagent.kb.embedder import load_embedder
-    from kbagent.kb.ingest import Ingestor
-
-    src = tmp_path / "docs"
-    src.mkdir()
-    (src / name).write_text(text, encoding="utf-8")
-    settings = Settings.load(home=tmp_path / "home")
-    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
-    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
-                  [KnowledgeBase(settings, "docs")],
-                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
-    return next(e for e in agent.run(question) if isinstance(e, Final))
-
-
-def _cite(text: str, path: str = "guide/frob.md", n: int = 1) -> Citation:
-    return Citation(n, "kb", path, 1, text.count("\n") + 1, clean_text(text), None,
-                    "kb_search", raw=text)
-
-
 def test_a_table_row_of_cell_paragraphs_is_one_line_and_list_items_keep_their_marker():
     lines = [x.text for x in html_to_lines(FROBD)[0]]
     assert "type | default | mandatory | obsolete legacy directive" in lines
@@ -86,7 +60,7 @@ def test_a_table_row_of_cell_paragraphs_is_one_line_and_list_items_keep_their_ma
 
 def test_a_parameter_tables_row_is_read_with_the_description_under_it():
     raw = "\n".join(x.text for x in html_to_lines(FROBD)[0])
-    units = units_of(_cite(raw, "modules/omfrob.html"))
+    units = units_of(cite(raw, "modules/omfrob.html"))
     row = next(u for u in units if u.kind is UnitKind.ROW and "10000" in u.text)
     assert row.text.startswith("type: integer; default: 10000")
     assert row.gloss.startswith("Specifies how long frobd must wait")
@@ -96,7 +70,7 @@ def test_the_default_in_the_table_leads_not_an_examples_value(tmp_path: Path):
     """Through the real agent over a real KB: the row with the default (and the
     description it is read with) leads, not the example's 30-second timeout nor its
     interval="600"."""
-    final = _ask(tmp_path, "omfrob.html", FROBD,
+    final = ask_one_file(tmp_path, "omfrob.html", FROBD,
                  "With omfrob and ackMessages on, how many milliseconds does frobd wait by "
                  "default for my program to confirm each message?")
     assert final.result.short_answer.startswith("10000")
@@ -104,7 +78,7 @@ def test_the_default_in_the_table_leads_not_an_examples_value(tmp_path: Path):
 
 
 def test_a_default_asked_in_a_users_words_is_not_an_examples_value(tmp_path: Path):
-    final = _ask(tmp_path, "omfrob.html", FROBD,
+    final = ask_one_file(tmp_path, "omfrob.html", FROBD,
                  "If I load omfrob without options, how many seconds pass between two of "
                  "its statistics reports?")
     assert final.result.short_answer.startswith("300")
@@ -133,7 +107,7 @@ def test_a_word_in_capitals_is_no_name():
 def test_the_plural_of_an_acronym_is_the_acronym_the_document_writes(tmp_path: Path):
     text = ("# Frob history\n\nIn June 2007, Petra Valk from Hat Works helped us to create "
             "RPM files for Fedora.\n\nIn July 2007, Anders Pohl added BSD ports files.\n")
-    final = _ask(tmp_path, "history.md", text,
+    final = ask_one_file(tmp_path, "history.md", text,
                  "Who from Hat Works helped create the first Fedora RPMs of frob?")
     assert not final.result.abstained
     assert final.result.short_answer.startswith("Petra Valk")
@@ -145,7 +119,7 @@ def test_how_much_memory_asks_for_a_size_not_a_count(embedder):
            "messages in main memory.\n\nFor typical messages, 512 bytes of memory should be "
            "a good bet.\n")
     vectors = SentenceVectors(lambda texts: embedder.encode(texts))
-    best = best_evidence(q, [_cite(raw)], limit=2, vectors=vectors)
+    best = best_evidence(q, [cite(raw, "guide/frob.md")], limit=2, vectors=vectors)
     assert best[0].unit.text.startswith("For typical messages, 512 bytes")
     assert short_answer(focus_of(q), best[0].unit.text) == "512 bytes"
 
@@ -156,7 +130,7 @@ def test_a_sentence_that_leads_into_a_line_is_quoted_with_it(tmp_path: Path):
             "/lib/systemd/system/frobd.service and under [Service] add:</p>\n"
             "<pre>LimitNOFILE=&lt;new value&gt;</pre>\n<p>Then run:</p>\n"
             "<pre>systemctl daemon-reload</pre>\n</body></html>\n")
-    final = _ask(tmp_path, "open_files.html", text,
+    final = ask_one_file(tmp_path, "open_files.html", text,
                  "Which setting do I add under [Service] in the frobd unit to raise the "
                  "limit on open files?")
     first = final.result.answer.split("” [")[0]
@@ -171,7 +145,7 @@ def test_a_count_asked_in_one_hour_scales_the_rate_the_source_states(tmp_path: P
             "activated and permits to process 20,000 messages within 10 minutes. Rate "
             "limiting can be turned off by setting the interval to 0.\n\n## Threads\n\n"
             "The module runs 2 worker threads by default.\n")
-    final = _ask(tmp_path, "imfrob.md", text,
+    final = ask_one_file(tmp_path, "imfrob.md", text,
                  "With imfrob left at its default rate limiting, what is the largest number "
                  "of journal messages frobd will pass on in one hour before it drops some?")
     assert final.result.short_answer.startswith("120,000 messages")
@@ -188,7 +162,7 @@ def test_a_yes_no_answered_in_other_words_gets_its_yes(tmp_path: Path):
             "automatically assign a free port number.</p>\n<h2>Statistic Counter</h2>\n"
             "<p>For example, the counter for a listener on port 7514 with no set name is "
             "called frob(7514).</p>\n</body></html>\n")
-    final = _ask(tmp_path, "imfrob.html", text,
+    final = ask_one_file(tmp_path, "imfrob.html", text,
                  "Can I let the operating system pick a free port for an imfrob listener "
                  "instead of fixing the port number myself?")
     assert final.result.short_answer.startswith("Yes")
