@@ -21,7 +21,6 @@ def entry_of(unit: Unit, units: list[Unit]) -> Unit | None:
     return None
 
 
-
 def description_of(unit: Unit, units: list[Unit]) -> Unit | None:
     """The first sentence of the description an entry's row ``unit`` is read with (the
     inverse of :func:`entry_of`): "Specifies how long rsyslog must wait ..." for

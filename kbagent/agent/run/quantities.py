@@ -64,13 +64,10 @@ _PRODUCT = re.compile(rf"(?P<n>{_NUM})\s+(?P<what>[a-z][\w-]*)\s+(?:of|at)\s+"
 _ASK_IN = re.compile(rf"\b(?:in|into|to|as)\s+(?P<u>{_ALIAS_RE})\s*\??\s*$", re.IGNORECASE)
 _ASK_HOW_MANY = re.compile(rf"\bhow many\s+(?P<u>{_ALIAS_RE})\b(?!\s+(?:of|per|every))",
                            re.IGNORECASE)
-# "the largest number of journal messages ... in one hour": a count per a span of time
-_ASK_SPAN = re.compile(rf"\b(?:how many|number of)\s+(?:\w+\s+)?(?P<what>[a-z][\w-]*s)\b.*?"
-                       rf"\b(?:in|within|during|over)\s+(?:one|a|an|1|a single)\s+"
-                       rf"(?P<t>{_ALIAS_RE})\b", re.IGNORECASE)
-# its subject: "journal messages rsyslog will pass on"
+# "the largest number of journal messages rsyslog will pass on in one hour": a count per
+# a span of time; its subject (``s``) names what is counted in its first two words
 SPAN_SUBJECT = re.compile(rf"\b(?:how many|number of)\s+(?P<s>.+?)\s+(?:in|within|during|over)\s+"
-                          rf"(?:one|a|an|1|a single)\s+(?:{_ALIAS_RE})\b", re.IGNORECASE)
+                          rf"(?:one|a|an|1|a single)\s+(?P<t>{_ALIAS_RE})\b", re.IGNORECASE)
 _ASK_RATE = re.compile(rf"\b(?!(?:within|in|during|over|for|than)\b)(?P<what>[a-z][\w-]*)\s+"
                        rf"(?:per|a|each|every)\s+(?P<t>{_ALIAS_RE})\b",
                        re.IGNORECASE)
@@ -123,10 +120,12 @@ def asked_unit(question: str) -> Target | None:
         per = measure(rate.group("t"))
         if per is not None and per.dim == "time" and measure(rate.group("what")) is None:
             return Target(None, rate.group("what").lower(), per)
-    span = _ASK_SPAN.search(q)
-    if span and (per := measure(span.group("t"))) is not None and per.dim == "time" and \
-            measure(span.group("what")) is None:
-        return Target(None, span.group("what").lower(), per)
+    span = SPAN_SUBJECT.search(q)
+    what = next((w for w in span.group("s").lower().split()[:2]
+                 if re.fullmatch(r"[a-z][\w-]*s", w)), "") if span else ""
+    if span and what and (per := measure(span.group("t"))) is not None and \
+            per.dim == "time" and measure(what) is None:
+        return Target(None, what, per)
     for pattern in (_ASK_IN, _ASK_HOW_MANY):
         m = pattern.search(q)
         if m and (u := measure(m.group("u"))) is not None and u.dim != "percent":
