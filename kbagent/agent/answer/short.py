@@ -54,6 +54,7 @@ from kbagent.agent.answer.span_rules import (
     SHOUTED,
     STANDARD,
     WORD,
+    bound_bonus,
     cell_bonus,
     class_members,
     class_near,
@@ -95,7 +96,6 @@ _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|different 
                          r"(?:the\s+|an?\s+)?$", re.I)
 # a definition entry whose sentence is about its term ("ort: This is the default ...")
 _TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
-
 
 
 @dataclass(frozen=True)
@@ -310,7 +310,8 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
         # closer to the focus is better; words before the span count a little more
         # ("X defaults to 10": the subject comes first)
         near = min((abs(start - a) + (0 if a <= start else 10) for a in anchors), default=200)
-        score = bonus - near / 120.0 - 0.02 * len(words) + cell_bonus(focus, sentence, start)
+        score = bonus - near / 120.0 - 0.02 * len(words) + cell_bonus(focus, sentence, start) \
+            + bound_bonus(focus, sentence, start)
         end = start + len(raw)
         if t in _NUMERIC and re.search(r"(?:=|\btotal(?: of| is)?:?)\s*$", sentence[:start], re.I):
             score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states

@@ -49,6 +49,30 @@ def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
     return 0.0
 
 
+# the question asks for a bound ("the longest lifetime I can give", "at most how many"),
+# and the source states one before the value ("cannot exceed 100 days", "up to 64")
+_ASKS_MOST = re.compile(r"\b(?:longest|largest|biggest|highest|most|maximum|max|upper limit|"
+                        r"how (?:long|large|big|high|many|much) (?:can|may|could)|cap)\b", re.I)
+_ASKS_LEAST = re.compile(r"\b(?:shortest|smallest|lowest|least|minimum|min|lower limit)\b", re.I)
+_MOST_BEFORE = re.compile(r"\b(?:exceed|up to|at most|maximum(?: of| is)?|max(?:imum)?\.?:?|"
+                          r"no (?:more|longer|larger) than|limit(?:ed)? (?:of|to|is)|"
+                          r"cannot be (?:more|longer|larger) than)\s*$", re.I)
+_LEAST_BEFORE = re.compile(r"\b(?:at least|minimum(?: of| is)?|min(?:imum)?\.?:?|no (?:less|fewer|"
+                           r"shorter|smaller) than|(?:below|under|lower than))\s*$", re.I)
+# over a setting's value in the same sentence ("= 3600s: ... cannot exceed 100 days")
+BOUND_STATED = 1.5
+
+
+def bound_bonus(focus: Focus, sentence: str, start: int) -> float:
+    """A value the source states as the bound the question asks for."""
+    before = sentence[max(0, start - 30):start]
+    if _ASKS_MOST.search(focus.question) and _MOST_BEFORE.search(before):
+        return BOUND_STATED
+    if _ASKS_LEAST.search(focus.question) and _LEAST_BEFORE.search(before):
+        return BOUND_STATED
+    return 0.0
+
+
 # a lower-case hyphenated name after "named"/"called" (a version placeholder left out)
 # ("the so-called man-in-the-middle attack" names nothing: a phrase of function words)
 NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on|to|and|or|for)-)"

@@ -30,6 +30,25 @@ _ASKS = re.compile(rf"^\s*(?:{_WH}|could|would|will|has|have|had|may|must|shall|
                    r"give|show|list|explain|describe)\b", re.IGNORECASE)
 
 
+# "A cached page came with no expiry date and was last changed 5 days ago. With the
+# default settings, how long ...?": a sentence before "and" that asks nothing (no
+# question word, no asking verb first) states the case; "and was ..." goes on with it
+_QUESTION_WORD = re.compile(r"\b(?:how|what|when|why|who|whom|whose|which|where)\b",
+                            re.IGNORECASE)
+
+
+_BIDS = re.compile(r"^\s*(?:please\s+)?(?:compare|contrast|summari[sz]e|name|state|find|"
+                   r"identify|calculate|compute|work out)\b", re.IGNORECASE)
+
+
+def _states(before: str) -> bool:
+    """Is the sentence that ``before`` ends with a statement (it asks nothing, and bids
+    nothing: "Compare Q2 and Q3 ..." asks)?"""
+    sentence = re.split(r"(?<=[.!?])\s+", before.strip())[-1]
+    return not (_QUESTION_WORD.search(sentence) or _ASKS.match(sentence)
+                or _BIDS.match(sentence))
+
+
 def clauses(question: str) -> list[str]:
     """``question`` cut where a second question starts (not where a sentence that only
     says more about the first one does)."""
@@ -38,6 +57,8 @@ def clauses(question: str) -> list[str]:
         before, after = question[start:m.start()], question[m.end():]
         if "and" in m.group().lower() and _RELATIVE.search(before) and \
                 _SECOND_PREDICATE.match(after):
+            continue
+        if "and" in m.group().lower() and _states(before):
             continue
         rest = re.split(r"(?<=[?])\s+", after, maxsplit=1)[0]
         if "?" in m.group() and _STATEMENT.match(rest) and not _ASKS.match(rest):

@@ -130,7 +130,12 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
             before = s.short_answer
             said.append(_part_answer(s, part, prefer))
             clause_fact |= not part.item and s.short_answer != before
-        if clause_fact:
+        if all(x is None for x in said):
+            # no part is answered on its own: the question may still be, as a whole
+            # ("Do small lines get compressed, or is there a size below which ...? How
+            # big is that?" asks one fact, split in two): judged like any other below
+            parts, said = [], []
+        if said and clause_fact:
             # the facts first, in a few words each ("critbit [5]; 2.1 [9]."), then each
             # part with the source sentence that says it (a compared item's line already
             # starts with its figure)
@@ -142,10 +147,8 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
                 continue
             answered += 1
             yield _say(s, sentence + " ", "quote")
-        if not answered:  # every part said "does not say" (already streamed): the sources
-            s.abstained = True
-            yield from _closest(s, g.evidence())
-        return False
+        if answered:
+            return False
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     # a calculation whose operands were not all found is not evidence that the KB is
     # silent: each operand may be there in words the reader did not match

@@ -1,0 +1,89 @@
+"""Forms of questions (issue 22, session 9): a sentence before "and" that states the case
+rather than asking, a question split in parts none of which is answered alone, a bound
+asked for next to a setting's value, and the release of the documented program that
+the user names ("in Frobd 3.7") where the pages never repeat it.
+
+Constructed text only (the program, its options and its figures are invented; none of
+it comes from a held-out folder). Each test fails on main before this session's changes
+(71fcd18; checked by running this file against that tree).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbagent.agent.answer.citations import CitationLedger
+from kbagent.agent.answer.evidence import SentenceVectors
+from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.grounding import Grounding
+from kbagent.agent.answer.short import short_answer
+from kbagent.agent.run.clauses import clauses
+from kbagent.kb.embedder import load_embedder
+from tests.agent_runs import ask_one_file
+
+
+def test_a_statement_before_and_is_the_case_not_a_question_of_its_own() -> None:
+    case = ("A cached page came without an expiry date and was last changed 5 days ago. "
+            "With the default settings, for how many seconds is it served as fresh?")
+    assert clauses(case) == [case]
+    # a question, or a bid, before "and" still opens a second question
+    assert len(clauses("What caused the outage and how long did it last?")) == 2
+    assert len(clauses("Compare Q2 and Q3 gross margin and explain the change")) == 2
+
+
+ZLIB = """# Forwarding with compression
+
+frobd can compress what it forwards with zlib.
+
+Please note that frobd checks the compression gain first. Messages of 60 bytes or
+less are never compressed, because the zlib header would make them longer.
+
+Compression costs CPU time on both ends of the connection.
+"""
+
+
+def test_a_question_split_in_parts_none_answers_alone_is_answered_whole(
+        tmp_path: Path) -> None:
+    final = ask_one_file(
+        tmp_path, "forwarding.md", ZLIB,
+        "I forward with frobd and zlib turned on (the z9 option). Do small messages get "
+        "compressed too, or is there a size up to which they go out as they are? How big "
+        "is that?")
+    result = final.result
+    assert not result.abstained
+    assert result.short_answer.startswith("60 bytes [")
+    assert "60 bytes or less are never compressed" in result.answer
+
+
+def test_a_bound_asked_for_is_the_bound_the_sentence_states() -> None:
+    sentence = ("frob_cache_timeout = 3600s: As of frobd 2.11 this setting cannot exceed "
+                "100 days. If set to 0, caching is off.")
+    assert short_answer(focus_of("What is the longest lifetime I can give the frob "
+                                 "cache?"), sentence) == "100 days"
+    # not asked for a bound: the setting's value
+    assert short_answer(focus_of("How long is the frob cache timeout set to?"),
+                        sentence) == "3600 s"
+
+
+def _ledger(pages: dict[str, str]) -> CitationLedger:
+    ledger = CitationLedger()
+    for path, text in pages.items():
+        ledger.add(kb="docs", path=path, start_line=1, end_line=text.count("\n") + 1,
+                   text=text)
+    return ledger
+
+
+def test_the_release_of_the_documented_program_need_not_be_in_the_pages() -> None:
+    pages = {
+        "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): "
+                      "How long Frobd keeps a session in its cache, at most 100 days.",
+        "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
+        "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
+    }
+    question = "How long does Frobd 3.7 keep a session in its cache by default?"
+    g = Grounding(question, _ledger(pages), vectors=SentenceVectors(load_embedder().encode))
+    assert g.silent_reason(g.evidence()) is None
+    # a release number of something else still has to be found ("ticket 3.7")
+    other = "How long does the Quux 3.7 appliance keep a session in its cache by default?"
+    g = Grounding(other, _ledger(pages), vectors=SentenceVectors(load_embedder().encode))
+    assert g.silent_reason(g.evidence()) is not None
