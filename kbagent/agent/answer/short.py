@@ -92,8 +92,7 @@ _TRAIL = re.compile(r"[\s.,;:!?\"'”’)\]]+$")
 _LEAD = re.compile(r"^[\s\"'“‘(\[]+")
 # a span right after these is what the fact is not ("INTEGER affinity, not REAL")
 _NOT_BEFORE = re.compile(r"\b(?:not|instead of|rather than|other than|different (?:than|from)|"
-                         r"except|unlike)\s+"
-                         r"(?:the\s+|an?\s+)?$", re.I)
+                         r"except|unlike)\s+(?:the\s+|an?\s+)?$", re.I)
 # a definition entry whose sentence is about its term ("ort: This is the default ...")
 _TERM_IS = re.compile(r"([^\s:][^:]{0,38}):\s+(?:This|It)\s+(?:is|was|becomes)\b")
 
