@@ -1,7 +1,8 @@
 """Forms of questions (issue 22, session 9): a sentence before "and" that states the case
 rather than asking, a question split in parts none of which is answered alone, a bound
-asked for next to a setting's value, and the release of the documented program that
-the user names ("in Frobd 3.7") where the pages never repeat it.
+asked for next to a setting's value, the release of the documented program that the
+user names ("in Frobd 3.7") where the pages never repeat it, and a Sphinx entry (a <dt>
+with its link mark, a <dd> ending with a version note).
 
 Constructed text only (the program, its options and its figures are invented; none of
 it comes from a held-out folder). Each test fails on main before this session's changes
@@ -17,9 +18,10 @@ from kbagent.agent.answer.evidence import SentenceVectors
 from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.short import short_answer
+from kbagent.agent.answer.units import units_of
 from kbagent.agent.run.clauses import clauses
 from kbagent.kb.embedder import load_embedder
-from tests.agent_runs import ask_one_file
+from tests.agent_runs import ask_one_file, cite
 
 
 def test_a_statement_before_and_is_the_case_not_a_question_of_its_own() -> None:
@@ -87,3 +89,42 @@ def test_the_release_of_the_documented_program_need_not_be_in_the_pages() -> Non
     other = "How long does the Quux 3.7 appliance keep a session in its cache by default?"
     g = Grounding(other, _ledger(pages), vectors=SentenceVectors(load_embedder().encode))
     assert g.silent_reason(g.evidence()) is not None
+
+
+def _confval(name: str, description: str, note: str) -> str:
+    """One configuration value as Sphinx writes it: a <dt> with its link mark, a <dd>
+    with the description and a version note."""
+    return (f'<dl class="std confval">\n<dt class="sig sig-object std" id="confval-{name}">\n'
+            f'<span class="sig-name descname"><span class="pre">{name}</span></span>'
+            f'<a class="headerlink" href="#confval-{name}">¶</a></dt>\n'
+            f'<dd><p>{description}</p>\n<div class="versionadded">\n<p><span class='
+            f'"versionmodified added">{note}</span></p>\n</div>\n</dd></dl>\n')
+
+
+FROBDOC = ("<html><body><h1>Configuration</h1>\n<h2>Options for page output</h2>\n"
+           + _confval("page_skin", "The skin the page output should use. See the section "
+                      "about skins. The default is <code>'heron'</code>.", "New in version 0.6.")
+           + _confval("page_footer_fmt", "If this is not None, a footer is inserted at every "
+                      "page bottom, using the given format.", "New in version 1.2.")
+           + "</body></html>\n")
+
+
+def test_a_sphinx_entry_is_read_with_its_term_and_its_version_note(tmp_path: Path) -> None:
+    from kbagent.kb.html_text import html_to_lines
+
+    text = "\n".join(x.text for x in html_to_lines(FROBDOC)[0])
+    units = units_of(cite(text, "config.html"))
+    # the link mark is no part of the term, and the note knows whose it is
+    assert not any("\u00b6" in u.text for u in units)
+    notes = [u for u in units if u.text.startswith("New in version")]
+    assert [("page_skin" in u.context, "page_footer_fmt" in u.context) for u in notes] == [
+        (True, False), (False, True)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    final = ask_one_file(tmp_path / "a", "config.html", FROBDOC,
+                         "Since which version can I set page_skin?")
+    assert final.result.short_answer.startswith("0.6 [")
+    # "if I don't pick one" asks for the default: the value, not the entry's name
+    final = ask_one_file(tmp_path / "b", "config.html", FROBDOC,
+                         "Which skin does the page output use if I don't pick one?")
+    assert final.result.short_answer.startswith("heron [")

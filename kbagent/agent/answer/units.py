@@ -165,6 +165,7 @@ class _Cutter:
         self.units: list[tuple[str, str, UnitKind, str]] = []  # text, context, kind, gloss
         self.para: list[str] = []
         self.term = ""  # the definition the current paragraph belongs to
+        self.defined = ""  # the last one defined: its version notes follow it
         self.glossless: list[int] = []  # signatures waiting for their description
         self.lead = ""  # a sentence that leads into a list ("... are set to:")
 
@@ -222,6 +223,11 @@ class _Cutter:
                 _SETTING.match(piece) is not None or not piece.rstrip().endswith("."))
             lead = self.lead if item else ""
             self.lead = lead
+            if not self.term and self.defined and VERSION_NOTE.match(piece):
+                # "html_theme" / "The theme to use ..." / "New in version 0.6.": the
+                # note is the entry's (a Sphinx <dd> ends with it)
+                self.add(piece, UnitKind.SENTENCE, self.defined, self.defined)
+                continue
             if self.term:  # a later sentence keeps what the definition is about
                 first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
                 self.add(f"{self.term}: {piece}", UnitKind.DEFINITION,
@@ -231,6 +237,8 @@ class _Cutter:
         if pieces[-1:] and pieces[-1].rstrip().endswith(":"):
             self.lead = pieces[-1]
         self.para.clear()
+        note = bool(pieces) and VERSION_NOTE.match(pieces[0]) is not None
+        self.defined = self.term or (self.defined if note else "")
         self.term = ""
 
     def _entry_row(self, first: str) -> int | None:
@@ -263,7 +271,8 @@ class _Cutter:
 def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     """The units of citation ``c`` (from ``raw``, its text with line breaks, if known)."""
     base = c.path.replace("/", " ").replace("_", " ").replace("-", " ")
-    lines = (raw if raw is not None else c.raw or c.text).splitlines()
+    # (a Sphinx heading's or term's link mark, "MaxSessions¶", is no part of its words)
+    lines = (raw if raw is not None else c.raw or c.text).replace("\u00b6", "").splitlines()
     suffix = PurePosixPath(c.path).suffix.lower()
     cut = _Cutter(c.heading, suffix in CODE_SUFFIXES)
     # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
