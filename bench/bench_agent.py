@@ -176,6 +176,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "cited_gold": sum(1 for c in cited if c["path"] in q["gold_paths"]),
                 "sentences": len(sentences), "supported_sentences": len(supported),
                 "claim_sentences": len(claims),
+                "cited_sentences": sum(1 for x in sentences if x["cited"]),
                 "supported_claims": sum(1 for x in claims if x["cited"] and x["supported"]),
                 "number_missing": sum(1 for x in sentences if x.get("numbers_missing")),
                 "repeated": len(keys) - len(set(keys)),
@@ -273,6 +274,15 @@ def summarize(data: dict) -> str:
         return f"{ok}/{total} ({100 * ok / max(1, total):.0f}%)"
 
     line("answer sentences with a supported citation, notices aside", claims)
+
+    def citations(rs):  # of the sentences that cite, those whose citation supports them
+        if any("cited_sentences" not in r for r in rs):
+            return "n/a"
+        ok, total = (sum(r["supported_sentences"] for r in rs),
+                     sum(r["cited_sentences"] for r in rs))
+        return f"{ok}/{total} ({100 * ok / max(1, total):.0f}%)"
+
+    line("supported citations (cited sentences whose citation supports them)", citations)
     line("sentences with a number absent from their cited chunks",
          lambda rs: str(sum(r.get("number_missing", 0) for r in rs)))
     line("repeated sentences", lambda rs: str(sum(r.get("repeated", 0) for r in rs)))
