@@ -128,3 +128,15 @@ def test_a_sphinx_entry_is_read_with_its_term_and_its_version_note(tmp_path: Pat
     final = ask_one_file(tmp_path / "b", "config.html", FROBDOC,
                          "Which skin does the page output use if I don't pick one?")
     assert final.result.short_answer.startswith("heron [")
+
+
+def test_what_is_a_named_setting_by_default_asks_for_its_default() -> None:
+    # "What is X by default?" / "What is X normally?": X's default value, read where the
+    # page states it ("Default: FrobBodyLimit 1073741824")
+    asked = focus_of("What is FrobBodyLimit by default?")
+    assert short_answer(asked, "Default: FrobBodyLimit 1073741824") == "1073741824"
+    normally = focus_of("What is frob_timeout normally?")
+    assert short_answer(normally, "frob_timeout (default: 300s): How long frobd waits for "
+                                  "a reply.") == "300s"
+    # an explanation asked about a named thing is still no fact
+    assert not focus_of("What is FrobBodyLimit used for?").wants_fact

@@ -14,8 +14,7 @@ The evidence ranking (:mod:`~kbagent.agent.answer.evidence`), the abstention che
 * ``answer_type``: a number, a duration, a date, a name, an error or exception name, a
   path, yes/no, a default value, a version, a price, a percentage, a choice between
   named options, or ``other`` (an explanation: no short answer);
-* ``unit``: the unit a counted answer comes in ("days" for "how many days", "bytes" for
-  "how much memory"); ``options``: the options of a choice ("A or B?").
+* ``unit``: the unit of a counted answer ("days"); ``options``: a choice's ("A or B?").
 
 Nothing here is tuned to a document set: the rules are about English questions.
 """
@@ -177,10 +176,11 @@ _RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed)\b|"
                 r"\bwhere\b.*\b(?:file|folder|directory|log|logs|config|cache|data|socket|"
                 r"database|binary|script)s?\b", re.I), AnswerType.PATH),
-    (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?defaults?\b|\bdefault (?:value|setting|"
-                r"size|limit|mode|behaviou?r|level|port|path|location|encoding|format)\b|"
-                r"\bdefaults? to\b|\bdoes \S+ default\b|\bif (?:you )?(?:don't|do not) (?:set|"
-                r"specify|pass|give)\b|\bout of the box\b", re.I), AnswerType.DEFAULT),
+    (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?(?:defaults?\b|[\w.$-]+ (?:by default|"
+                r"normally)\??$)|\bdefault (?:value|setting|size|limit|mode|behaviou?r|level|"
+                r"port|path|location|encoding|format)\b|\bdefaults? to\b|\bdoes \S+ default\b|"
+                r"\bif (?:you )?(?:don't|do not) (?:set|specify|pass|give)\b|\bout of the box\b",
+                re.I), AnswerType.DEFAULT),
     (re.compile(r"\bhow (?:many|much)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
                 r"(?:[\w'-]+ ){0,4}(?:number|count|maximum|minimum|max|min|limit|size|length|"
                 r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"

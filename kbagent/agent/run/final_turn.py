@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
-from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
+from kbagent.agent.answer.grounding import SIMILARITY_COVER, closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
@@ -310,7 +310,10 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
     # the part's own words count twice: the subject it inherits ("days PTO employees" in
     # "does it roll over days PTO employees get") is context, not what this part asks
     ev = g.evidence(f"{part.question} {part.query}", prefer=prefer)
-    best = g.take(ev) if ev and ev[0].coverage >= PART_COVERAGE else None
+    # (closeness of meaning counts as in the whole question's judgement: "the default up
+    # to 2.4.53" / "In 2.4.53 and earlier, the default value was 0")
+    best = g.take(ev) if ev and ev[0].coverage + SIMILARITY_COVER * max(
+        0.0, ev[0].similarity - 0.3) >= PART_COVERAGE else None
     if best is None:
         return None
     c = s.ledger.get(best.unit.n)
