@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
+from kbagent.agent.answer.kind_rules import EXPLAIN, KIND_RULES, SIZE_UNITS, TIME_UNITS, AnswerType
 from kbagent.agent.answer.named import named_things
 from kbagent.agent.answer.phrasing import (
     AUX,
@@ -44,32 +44,12 @@ from kbagent.agent.answer.phrasing import (
     names_a_thing,
 )
 
-
-class AnswerType(StrEnum):
-    NUMBER = "number"
-    DURATION = "duration"
-    DATE = "date"
-    NAME = "name"
-    ERROR = "error"
-    PATH = "path"
-    YESNO = "yesno"
-    DEFAULT = "default"
-    VERSION = "version"
-    PRICE = "price"
-    PERCENT = "percent"
-    CHOICE = "choice"
-    OTHER = "other"
-
-
 # Words that say what kind of answer is wanted, not what it is about.
 QUESTION_WORDS = frozenset(content_tokens(
     "what which who whom whose when where why how many much does do did is are was were "
     "tell me give list show find explain describe please kbagent knowledge base documents "
     "exactly"))
 
-TIME_UNITS = (r"(?:milliseconds?|msecs?|ms|microseconds?|us|µs|seconds?|secs?|s|minutes?|mins?|"
-              r"hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?)")
-SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|bits?)"
 MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
 
@@ -131,79 +111,6 @@ _CHOICE = re.compile(r"(?:^|,|:|\b(?:which|who|what)\b[^?]*?)\s*(?P<a>[^,?]+?)\s
                      r"(?P<b>[^,?]+?)\s*\??\s*$", re.I)
 _CHOICE_LEAD = re.compile(r"^\s*(?:which|who|what|whose|is|are|was|were|does|do|did)\b", re.I)
 
-# (question pattern, answer type): the first that matches wins
-_EXPLAIN = re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"
-                      r"\b(?:explain|describe|summari[sz]e|what happen(?:s|ed))\b", re.I)
-_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
-    (_EXPLAIN, AnswerType.OTHER),
-    # an exit status is a number ("return 125"), not an error's name
-    (re.compile(r"\bexit (?:code|status)(?:es|s)?\b", re.I), AnswerType.NUMBER),
-    (re.compile(r"\b(?:which|what)\s+(?:\w+\s+){0,2}(?:error|exception|result code|error code|"
-                r"status code|return code|exit code|signal|warning|message code|message id|"
-                r"response code|reply code)s?\b"
-                r"(?!\s+(?:rate|ratio|count|budget|threshold|level|percentage|share)s?\b)|"
-                r"\b(?:raises?|throws?)\b|\berror (?:code|name)\b|"
-                r"\b(?:what|which)\s+HTTP (?:status|response|code)\b|"
-                # "what reply does the server send": a status code (and its text)
-                r"\b(?:what|which)\s+(?:\w+\s+)?(?:reply|response)\s+(?:does|do|will|would)\b"
-                r"[^?]*\b(?:send|return|give)s?\b", re.I),
-     AnswerType.ERROR),
-    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:version|release)\b(?!\s+(?:prefix|"
-                r"name|string|tag|key|id|notes?|date|day)\b)|"
-                r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
-                r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),
-    (re.compile(r"\bhow much (?:does|do|did|is|are|will)\b.*\b(?:cost|charge|pay|price|fee)|"
-                r"\b(?:price|cost|fee|fees|salary|budget|revenue|spend|charge|pay|payment|"
-                r"stipend|compensation|wages?|allowance|reimburse[sd]?|reimbursement)\b", re.I),
-     AnswerType.PRICE),
-    (re.compile(r"\b(?:what|which)\s+(?:percent(?:age)?|share|proportion|fraction)\b|"
-                r"\bpercent(?:age)?\b|%", re.I), AnswerType.PERCENT),
-    (re.compile(r"\bhow (?:long|often|soon|frequently)\b|\bhow much time\b|\b(?:shortest|longest|"
-                r"minimum|maximum|least|most)\s+(?:[\w'-]+\s+){0,3}(?:time|wait)\b|"
-                r"\b(?:what|which)\s+(?:[\w'-]+\s+){0,5}(?:time-?out\b|"
-                r"interval|duration|delay|period|lifetime|ttl|backoff|window)\b|"
-                rf"\bhow many\s+{TIME_UNITS}\b|\bfor how (?:many|much) (?:time)\b", re.I),
-     AnswerType.DURATION),
-    (re.compile(r"^\s*when\b|\b(?<!of )(?:what|which)\s+(?:[\w'-]+\s+){0,4}(?<!per )(?<!a )"
-                r"(?<!each )(?<!every )(?:date|day|year|month|decade|century|deadline)\b"
-                r"(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
-                r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
-     AnswerType.DATE),
-    (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|"
-                # "what file permissions", "which file size": an attribute, no path
-                r"file(?!\s+(?:permissions?|modes?|size|sizes|owner|ownership|format|type)\b)|"
-                r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
-                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed)\b|"
-                r"\bwhere\b.*\b(?:file|folder|directory|log|logs|config|cache|data|socket|"
-                r"database|binary|script)s?\b", re.I), AnswerType.PATH),
-    (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?(?:defaults?\b|[\w.$-]+ (?:by default|"
-                r"normally)\??$)|\bdefault (?:value|setting|size|limit|mode|behaviou?r|level|"
-                r"port|path|location|encoding|format)\b|\bdefaults? to\b|\bdoes \S+ default\b|"
-                r"\bif (?:you )?(?:don't|do not) (?:set|specify|pass|give)\b|\bout of the box\b",
-                re.I), AnswerType.DEFAULT),
-    (re.compile(r"\bhow (?:many|much)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
-                r"(?:[\w'-]+ ){0,4}(?:number|count|maximum|minimum|max|min|limit|size|length|"
-                r"depth|amount|total|capacity|threshold|quota|rate|margin|revenue|headcount|"
-                r"ratio|growth|score|balance|population|value|speed|latency|throughput|uptime|"
-                r"temperature|weight|height|age|distance|percentage|share|level|sales|income|"
-                r"profit|loss|volume|density|frequency|ceiling|cap|floor|index|port|"
-                r"(?<=file )permissions|permission bits)\b|"
-                r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
-                r"many times)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
-                r"(?:lowest|highest|fewest)\b", re.I),
-     AnswerType.NUMBER),
-    (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,2}(?:name|person|people|"
-                r"company|team|city|country|state|town|place|author|owner|group|band|film|"
-                r"movie|book|album|song|organization|organisation|university|school|club|"
-                r"language|library|tool|package|module|function|class|method|setting|"
-                r"variable|field|column|table|role|position|nationality|product|service|"
-                r"kind|type|sort|mode|strategy|algorithm|format|tokenizer|affinity|protocol|"
-                r"code|keyword|header|string|line|word|engine|backend|parameter|argument|"
-                r"statement|clause|operator|encoding|character|symbol)\b|"
-                r"\bwhat (?:is|was|are|were) (?:it|he|she|they|this|that) called\b|"
-                r"^\s*where\b|"
-                r"\b(?:called|named)\b", re.I), AnswerType.NAME),
-]
 
 # "..., in bytes?", "how long may a line be, in characters": a count in that unit, even
 # where the question's words ("how long") would ask for a duration
@@ -336,14 +243,14 @@ def _kind(q: str) -> AnswerType:
         return AnswerType.YESNO
     if LENGTH.search(q):
         return AnswerType.NUMBER
-    kind = next((t for p, t in _RULES if p.search(q)), AnswerType.OTHER)
+    kind = next((t for p, t in KIND_RULES if p.search(q)), AnswerType.OTHER)
     if kind in _CLASS_YIELDS and asks_class(q):
         return AnswerType.NAME  # "Which environment variable sets the speed ...": a name
     if kind is AnswerType.DEFAULT and _HOW_MUCH.search(q):
         kind = AnswerType.NUMBER  # "how many ... out of the box": a count (its default)
     if kind is AnswerType.OTHER and (((re.match(r"^\s*which\b", q, re.I)
                                       and not _WHICH_KIND.match(q)) or asks_class(q)) or (
-            names_a_thing(q) and not _EXPLAIN.search(q))):
+            names_a_thing(q) and not EXPLAIN.search(q))):
         kind = AnswerType.NAME  # "Which team owns billing?", "What race track hosts ...?"
     if kind is AnswerType.OTHER and ENDS_WHEN.search(q):
         kind = AnswerType.DATE  # "... a civil war that ended when?"
@@ -369,6 +276,16 @@ _SIZE = re.compile(rf"\d[\d,.]*\s*(?:{SIZE_UNITS}|[kKmMgGtT])\b")  # "1k", "512 
 _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
 
 
+def _asking(q: str) -> str:
+    """The sentence of ``q`` that asks (its last that ends in "?"): "Something odd is
+    going on with my filters. Which template shows ...?" asks for a name; "What is the
+    biggest message? I mean the built-in limit." for a number; "Are small lines sent as
+    they are? How big may they be?" for a size."""
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", q)
+    asking = [x for x in sentences if x.rstrip().endswith("?")]
+    return asking[-1] if len(sentences) > 1 and asking else q
+
+
 @lru_cache(maxsize=256)
 def focus_of(question: str) -> Focus:
     """The focus and answer type of ``question`` (cached: every room asks)."""
@@ -383,7 +300,7 @@ def focus_of(question: str) -> Focus:
     if options:
         kind = AnswerType.CHOICE
     else:
-        kind = _kind(_LEAD_CLAUSE.sub("", q))
+        kind = _kind(_LEAD_CLAUSE.sub("", _asking(q)))
     unit = "bytes" if HOW_MUCH_MEMORY.search(q) else _unit(q)
     told = _IN_UNIT.search(q)
     if told and kind in (AnswerType.DURATION, AnswerType.NUMBER, AnswerType.DEFAULT,
