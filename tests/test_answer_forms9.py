@@ -161,3 +161,17 @@ def test_what_is_a_named_setting_by_default_asks_for_its_default() -> None:
 def test_the_asking_sentence_and_its_superlative_tell_the_kind(question: str,
                                                                kind: AnswerType) -> None:
     assert focus_of(question).answer_type is kind
+
+
+def test_an_address_is_no_figure_and_a_figure_the_question_states_is_no_answer() -> None:
+    port = focus_of("On which TCP port does frobd expect the scanner if I don't set "
+                    "scan_address?")
+    # "127.0" is the head of an address, not a port
+    assert short_answer(port, "The default is scan_address = 127.0.0.1 783, the scanner's "
+                              "own port.") == "783"
+    # "around 90 days" is the question's "90-day": the answer is the other duration
+    renew = focus_of("With a usual 90-day certificate, how long before it runs out does "
+                     "frobd fetch a fresh one by default?")
+    assert short_answer(renew, "Certificates are valid for around 90 days and frobd renews "
+                               "them a third of their lifetime before they expire (so for "
+                               "90 days validity, 30 days before expiry).") == "30 days"

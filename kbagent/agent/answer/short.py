@@ -1,14 +1,13 @@
 """The short answer: the fact a question asks for, in a few words, copied from a source.
 
 For a question that asks for a fact (:attr:`Focus.wants_fact`), :func:`spans` lists the
-spans of one source sentence that could be the answer, best first: the spans of the
-kind asked for (a number with its unit, a duration, a date, a name, an error name, a
-path, a version, a price, a percentage, the value a default is given, one of the
-options of a choice), never a span the question itself contains, ranked by how close
-they sit to the question's focus in the sentence. :func:`yes_no` answers a yes/no
-question from a sentence. The answer turn (agent/run/final_turn.py) puts the best span
-first, cited ("128 [1]"), before the quoted source sentence, and
-``AgentResult.short_answer`` carries it.
+spans of one source sentence that could be the answer, best first: the spans of the kind
+asked for (a number with its unit, a duration, a date, a name, an error name, a path, a
+version, a price, a percentage, the value a default is given, one of the options of a
+choice), never a span the question itself contains, ranked by how close they sit to the
+question's focus in the sentence. :func:`yes_no` answers a yes/no question from a
+sentence. The answer turn (agent/run/final_turn.py) puts the best span first, cited
+("128 [1]"), before the quoted source sentence; ``AgentResult.short_answer`` has it.
 
 Every span is a substring of the source sentence, so a short answer states nothing the
 source does not (the model, when it picks, picks among these spans under a grammar:
@@ -160,7 +159,8 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
             return out
         if t in _NUMERIC:  # a number (or a duration...) is asked for: the value must be one
             out = [(_number_span(n.group(), focus), start + n.start(), bonus)
-                   for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))]
+                   for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))
+                   and not DOTTED.match(text, n.start())]  # "= 127.0.0.1": no figure
         elif t in _FORMED:  # "since which release ... by default": a default that is no
             kind = TYPE_PATTERNS[t]  # version ("the default is >=TLSv1") is not the answer
             out = [(n.group(), start + n.start(), bonus)
@@ -299,7 +299,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
             continue
         if t is not AnswerType.CHOICE and in_question(text, focus.question):
             continue
-        lead_number = re.match(r"[$€£]?\s?(\d[\d,.]*\d|\d)", text)
+        lead_number = re.match(r"(?:[a-z]+ )*[$€£]?\s?(\d[\d,.]*\d|\d)", text)  # "around 90"
         if t in _NUMERIC and lead_number and in_question(lead_number.group(1), focus.question):
             continue  # "2026 gross" for a question about 2026
         key = text.lower()
