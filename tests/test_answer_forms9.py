@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kbagent.agent.answer.citations import CitationLedger
-from kbagent.agent.answer.evidence import SentenceVectors
+from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
 from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.short import short_answer
@@ -175,3 +175,24 @@ def test_an_address_is_no_figure_and_a_figure_the_question_states_is_no_answer()
     assert short_answer(renew, "Certificates are valid for around 90 days and frobd renews "
                                "them a third of their lifetime before they expire (so for "
                                "90 days validity, 30 days before expiry).") == "30 days"
+
+
+def test_the_sentence_that_says_the_questions_phrase_leads() -> None:
+    # both sentences share the question's words; the second says its condition word for
+    # word ("cannot be tested"), the first is longer and closer in meaning overall
+    text = ("$ frob probe run my_check arguments: Note that the check (my_check in the above "
+            "example) should exit with code 0 if the current source code is good, and exit "
+            "with a code between 1 and 127 (inclusive), except 125, if the current source "
+            "code is bad.\n"
+            "Any other exit code will abort the probe process.\n"
+            "The special exit code 125 should be used when the current source code cannot "
+            "be tested.\n")
+    from kbagent.kb.embedder import load_embedder
+
+    embedder = load_embedder()
+    question = ("Which exit code should a frob probe check return on a run if the code "
+                "cannot be tested?")
+    best = best_evidence(question, [cite(text, "frob-probe.html")], limit=2,
+                         vectors=SentenceVectors(lambda t: embedder.encode(t)))
+    assert best[0].unit.text.startswith("The special exit code 125")
+    assert short_answer(focus_of(question), best[0].unit.text) == "125"

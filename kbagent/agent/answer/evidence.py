@@ -215,18 +215,20 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
 
 
 _PHRASE_WORD = re.compile(r"[a-z0-9]+")
-PHRASE_WEIGHT = 0.05  # per three-word run of the question a unit says word for word
+PHRASE_WEIGHT = 0.15  # per three-word run of the question a unit says word for word
 PHRASE_CAP = 3
 
 
 def _phrases(question: str) -> set[str]:
     """The question's runs of three words with a content word among them, as a unit's
-    words are compared (lower case, punctuation dropped), padded to match whole words."""
+    words are compared (lower case, punctuation dropped), padded to match whole words.
+    Not a run with an article: "the audit log" names the subject every sentence about it
+    repeats; "cannot be tested", "string or blob" say what is asked of it."""
     words = _PHRASE_WORD.findall(question.lower())
     out = set()
     for i in range(len(words) - 2):
         run = words[i:i + 3]
-        if content_tokens(" ".join(run)):
+        if content_tokens(" ".join(run)) and not {"the", "a", "an"} & set(run):
             out.add(" ".join(run))
     return out
 
