@@ -196,3 +196,56 @@ def test_the_sentence_that_says_the_questions_phrase_leads() -> None:
                          vectors=SentenceVectors(lambda t: embedder.encode(t)))
     assert best[0].unit.text.startswith("The special exit code 125")
     assert short_answer(focus_of(question), best[0].unit.text) == "125"
+
+
+@pytest.mark.parametrize("question", [
+    "By default, is compression on and what level does it use?",
+    "Please tell me the default port and how do I change it?",
+    "I need the default timeout and how can I raise it?",
+    "Define MaxSessions and what is its default?",
+])
+def test_a_question_word_after_and_still_opens_a_second_question(question: str) -> None:
+    assert len(clauses(question)) == 2
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("What is the largest city in France?", AnswerType.OTHER),  # no measure of a thing
+    ("What is the default port? Is it 25?", AnswerType.DEFAULT),  # a check after the ask
+    ("How many retries does frobd make? Does it back off?", AnswerType.NUMBER),
+])
+def test_the_asking_sentence_is_the_one_with_a_question_word(question: str,
+                                                             kind: AnswerType) -> None:
+    assert focus_of(question).answer_type is kind
+
+
+def test_a_setting_named_maximum_is_asked_for_its_value_not_its_bound() -> None:
+    sentence = "The maximum frob size defaults to 50 MB and cannot exceed 2 GB."
+    assert short_answer(focus_of("What is the maximum frob size?"), sentence) == "50 MB"
+    assert short_answer(focus_of("What is the largest frob size I can set?"),
+                        sentence) == "2 GB"
+
+
+def test_a_question_about_the_release_itself_needs_it_in_the_pages() -> None:
+    pages = {
+        "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): "
+                      "How long Frobd keeps a session in its cache.",
+        "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
+        "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
+    }
+    g = Grounding("What changed in Frobd 3.7 about the session cache?", _ledger(pages),
+                  vectors=SentenceVectors(load_embedder().encode))
+    assert g.silent_reason(g.evidence()) is not None
+
+
+def test_a_version_note_after_a_signature_is_not_the_earlier_entrys() -> None:
+    from kbagent.kb.html_text import html_to_lines
+
+    html = FROBDOC.replace("</body>", '<dl class="py function"><dt class="sig sig-object py" '
+                           'id="frob.open"><span class="sig-name descname">frob.open</span>'
+                           '(<em>path</em>, <em>mode</em>)</dt>\n<dd><div class="deprecated">'
+                           '<p><span class="versionmodified deprecated">Deprecated since '
+                           'version 3.4.</span></p></div></dd></dl>\n</body>')
+    text = "\n".join(x.text for x in html_to_lines(html)[0])
+    notes = [u for u in units_of(cite(text, "config.html"))
+             if u.text.startswith("Deprecated since")]
+    assert notes and not any("page_footer_fmt" in u.context for u in notes)

@@ -95,6 +95,16 @@ VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE
                          AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
 
 
+SIMILARITY_COVER = 0.5  # what closeness of meaning adds to word coverage, above:
+MEANING_FLOOR = 0.3  # the cosine of sentences that only share a topic
+
+
+def meaning_cover(similarity: float) -> float:
+    """What a unit's closeness of meaning to a question adds to its word coverage when
+    judging whether it covers the question (a paraphrase shares few words)."""
+    return SIMILARITY_COVER * max(0.0, similarity - MEANING_FLOOR)
+
+
 class SentenceVectors:
     """The sentence embedder's vectors of questions and units for one run: every text
     not embedded yet is embedded in one batched call, then kept (the final turn ranks

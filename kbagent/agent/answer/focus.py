@@ -276,14 +276,19 @@ _SIZE = re.compile(rf"\d[\d,.]*\s*(?:{SIZE_UNITS}|[kKmMgGtT])\b")  # "1k", "512 
 _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
 
 
+_WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
+
+
 def _asking(q: str) -> str:
-    """The sentence of ``q`` that asks (its last that ends in "?"): "Something odd is
-    going on with my filters. Which template shows ...?" asks for a name; "What is the
-    biggest message? I mean the built-in limit." for a number; "Are small lines sent as
-    they are? How big may they be?" for a size."""
+    """The sentence of ``q`` that asks (its last ending in "?" with a question word, else
+    its last ending in "?"): "Something odd is going on with my filters. Which template
+    shows ...?" asks for a name; "What is the biggest message? I mean the built-in
+    limit." for a number; "Are small lines sent as they are? How big may they be?" for a
+    size; "What is the default port? Is it 25?" for the default."""
     sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", q)
     asking = [x for x in sentences if x.rstrip().endswith("?")]
-    return asking[-1] if len(sentences) > 1 and asking else q
+    worded = [x for x in asking if _WH_WORD.search(x)]
+    return (worded or asking)[-1] if len(sentences) > 1 and asking else q
 
 
 @lru_cache(maxsize=256)

@@ -35,6 +35,7 @@ from kbagent.agent.answer.evidence import (
     best_evidence,
     facts_of,
     is_number,
+    meaning_cover,
     missing_facts,
     numbers_in,
     score_units,
@@ -43,7 +44,7 @@ from kbagent.agent.answer.evidence import (
 from kbagent.agent.answer.focus import SIZE_UNITS, TIME_UNITS, focus_of
 from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
-from kbagent.agent.answer.span_rules import common_names
+from kbagent.agent.answer.span_rules import own_release
 from kbagent.agent.kinds import RepairAction
 from kbagent.agent.records import Repair
 from kbagent.text import shorten
@@ -66,13 +67,11 @@ ANSWERABLE_COVERAGE = 0.15
 _UNIT_WORD = re.compile(rf"(?:{TIME_UNITS}|{SIZE_UNITS})", re.I)  # "with milliseconds"
 PARAPHRASE_SIMILARITY = 0.53
 SAME_MEANING = 0.8
-SIMILARITY_COVER = 0.5  # what closeness of meaning (above 0.3) adds to word coverage
 COVER_TOP = 3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
 QUOTE_CHARS = 260
 _YEAR = re.compile(r"(?:19|20)\d\d")
-_RELEASE = re.compile(r"\b([A-Z][A-Za-z]+) v?(\d+(?:\.\d+)+)\b")
 _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
 
 
@@ -134,17 +133,6 @@ class Grounding:
     def answerable(self, evidence: list[Scored]) -> bool:
         return bool(evidence) and evidence[0].coverage >= self.threshold
 
-    def _own_release(self) -> set[str]:
-        """The release of the folder's own subject that the question names ("in Postfix
-        3.7" where every cited page is about Postfix): the user's installed version,
-        which a program's manual seldom repeats, not a thing to be found."""
-        by_doc: dict[str, list[str]] = {}
-        for c in self.ledger:
-            by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
-        subject = common_names(by_doc)
-        return {x for m in _RELEASE.finditer(self.question)
-                if m.group(1).lower() in subject for x in numbers_in(m.group(2))}
-
     def silent_reason(self, evidence: list[Scored]) -> str | None:
         """Why the knowledge base does not answer the question ("" for no particular
         reason), or None when the evidence may answer it. Judged on what is asked, not
@@ -193,7 +181,7 @@ class Grounding:
         # multi-hop question's years sit in different chunks: "born 18 October 1992 won
         # the Rip Curl Pro Portugal")
         numbers = {x for x in numbers_in(self.question) if (len(x) >= 3 or "." in x)
-                   and not _YEAR.fullmatch(x)} - self._own_release()
+                   and not _YEAR.fullmatch(x)} - own_release(f, self.ledger)
         threshold = self.threshold * min(1.0, LONG_QUESTION_TERMS / max(1, len(f.terms)))
         # a value (a number, a date...) has a form to find; a name, a path or a default
         # is told by words, and the unit next to the one naming it may well cover it
@@ -213,7 +201,7 @@ class Grounding:
                 return None
             if unknown and s.similarity < PARAPHRASE_SIMILARITY:
                 continue
-            if s.present + SIMILARITY_COVER * max(0.0, s.similarity - 0.3) >= threshold:
+            if s.present + meaning_cover(s.similarity) >= threshold:
                 return None
         return ""
 

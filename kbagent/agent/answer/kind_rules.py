@@ -88,7 +88,9 @@ KIND_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"(?<=file )permissions|permission bits)\b|"
                 r"\bhow (?:large|big|deep(?:ly)?|far|high|low|small|wide|tall|old|heavy|fast|"
                 r"many times)\b|\b(?:what|which)(?:'s| is| was| are| were)? (?:the )?"
-                r"(?:lowest|highest|fewest|biggest|largest|smallest)\b", re.I),
+                r"(?:lowest|highest|fewest)\b|\b(?:biggest|largest|smallest)\s+(?:[\w'-]+\s+){0,2}"
+                r"(?:message|e-?mail|mail|file|attachment|request|body|header|line|packet|"
+                r"buffer|payload|upload|object|page|batch|chunk|value|size|number)s?\b", re.I),
      AnswerType.NUMBER),
     (re.compile(r"^\s*who\b|\bwhose\b|\b(?:what|which)\s+(?:[\w'-]+\s+){0,2}(?:name|person|people|"
                 r"company|team|city|country|state|town|place|author|owner|group|band|film|"

@@ -158,9 +158,9 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 out.append((_number_span(m.group(), focus), m.start(), 0.0))
             return out
         if t in _NUMERIC:  # a number (or a duration...) is asked for: the value must be one
-            out = [(_number_span(n.group(), focus), start + n.start(), bonus)
-                   for text, start, bonus in out if (n := _NUMBER_UNIT.search(text))
-                   and not DOTTED.match(text, n.start())]  # "= 127.0.0.1": no figure
+            out = [(_number_span(n.group(), focus), start + n.start(), bonus)  # "127.0.0.1
+                   for text, start, bonus in out if (n := next((x for x in _NUMBER_UNIT.finditer(
+                       text) if not DOTTED.match(text, x.start())), None))]  # 783": 783
         elif t in _FORMED:  # "since which release ... by default": a default that is no
             kind = TYPE_PATTERNS[t]  # version ("the default is >=TLSv1") is not the answer
             out = [(n.group(), start + n.start(), bonus)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 
-from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.focus import CALL, SIZE_UNITS, Focus
+from kbagent.agent.answer.citations import Citation, content_tokens
+from kbagent.agent.answer.evidence import numbers_in
+from kbagent.agent.answer.focus import CALL, SIZE_UNITS, AnswerType, Focus
 from kbagent.agent.answer.phrasing import CALLED
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
@@ -51,9 +53,14 @@ def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
 
 # the question asks for a bound ("the longest lifetime I can give", "at most how many"),
 # and the source states one before the value ("cannot exceed 100 days", "up to 64")
-_ASKS_MOST = re.compile(r"\b(?:longest|largest|biggest|highest|most|maximum|max|upper limit|"
-                        r"how (?:long|large|big|high|many|much) (?:can|may|could)|cap)\b", re.I)
-_ASKS_LEAST = re.compile(r"\b(?:shortest|smallest|lowest|least|minimum|min|lower limit)\b", re.I)
+# (a bound is asked with what may be set: "the maximum message size" names a setting, whose
+# value is asked, not its bound)
+_MAY = r"[^?]*\b(?:can|may|could|allowed|possible|permitted|accepts?|go)\b"
+_ASKS_MOST = re.compile(rf"\b(?:longest|largest|biggest|highest|most|maximum|max|upper limit|"
+                        rf"cap)\b{_MAY}|\bat most\b|\bhow (?:long|large|big|high|many|much) "
+                        r"(?:can|may|could)\b", re.I)
+_ASKS_LEAST = re.compile(rf"\b(?:shortest|smallest|lowest|least|minimum|min|lower limit)\b"
+                         rf"{_MAY}|\bat least\b", re.I)
 _MOST_BEFORE = re.compile(r"\b(?:exceed|up to|at most|maximum(?: of| is)?|max(?:imum)?\.?:?|"
                           r"no (?:more|longer|larger) than|limit(?:ed)? (?:of|to|is)|"
                           r"cannot be (?:more|longer|larger) than)\s*$", re.I)
@@ -245,3 +252,25 @@ def defined_subject(focus: Focus, sentence: str) -> list[tuple[str, int, float]]
 # a sentence's first word that is no name ("There is a single row ...")
 _NO_SUBJECTS = frozenset("There It This That These Those Here He She They We One Each Every "
                          "All Some Such Both Either Neither".split())
+
+
+# "in Postfix 3.7": a capitalised name and a release number after it
+_RELEASE = re.compile(r"\b([A-Z][A-Za-z]+) v?(\d+(?:\.\d+)+)\b")
+_ABOUT_RELEASE = re.compile(r"\b(?:chang|new|added|fixed|removed|introduced|deprecated|"
+                            r"release notes)", re.I)
+
+
+def own_release(focus: Focus, citations: Iterable[Citation]) -> set[str]:
+    """The numbers of the release of the folder's own subject that the question names
+    ("in Postfix 3.7" where the cited pages are about Postfix): the user's installed
+    version, which a program's manual seldom repeats, not a thing to be found; none when
+    the question is about the release ("what changed in Postfix 3.7", "since which
+    release")."""
+    if focus.answer_type is AnswerType.VERSION or _ABOUT_RELEASE.search(focus.question):
+        return set()
+    by_doc: dict[str, list[str]] = {}
+    for c in citations:
+        by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
+    subject = common_names(by_doc)
+    return {x for m in _RELEASE.finditer(focus.question) if m.group(1) in focus.named
+            and m.group(1).lower() in subject for x in numbers_in(m.group(2))}

@@ -174,6 +174,7 @@ class _Cutter:
 
     def signature(self, text: str) -> None:
         self.flush()
+        self.defined = ""  # a note after it is the signature's
         self.add(text, UnitKind.SIGNATURE)
         self.glossless.append(len(self.units) - 1)
 
@@ -345,7 +346,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
         sig = signature_of(line)
         if _HEADING.match(line):
             cut.flush()
-            cut.glossless = []
+            cut.glossless, cut.defined = [], ""
             cut.heading = ANY_TAG.sub(" ", clean_text(line)).strip()  # context for what follows
             cut.lead = ""
             if sig is not None:

@@ -37,6 +37,10 @@ _QUESTION_WORD = re.compile(r"\b(?:how|what|when|why|who|whom|whose|which|where)
                             re.IGNORECASE)
 
 
+# "... and was last changed": a second predicate of the statement, not a question (a
+# question word after "and" asks one: "I need the default timeout and how can I raise it?")
+_GOES_ON = re.compile(r"(?:is|are|was|were|does|do|did|can|could|should|has|have|had)\b",
+                      re.IGNORECASE)
 _BIDS = re.compile(r"^\s*(?:please\s+)?(?:compare|contrast|summari[sz]e|name|state|find|"
                    r"identify|calculate|compute|work out)\b", re.IGNORECASE)
 
@@ -58,7 +62,7 @@ def clauses(question: str) -> list[str]:
         if "and" in m.group().lower() and _RELATIVE.search(before) and \
                 _SECOND_PREDICATE.match(after):
             continue
-        if "and" in m.group().lower() and _states(before):
+        if "and" in m.group().lower() and _states(before) and _GOES_ON.match(after):
             continue
         rest = re.split(r"(?<=[?])\s+", after, maxsplit=1)[0]
         if "?" in m.group() and _STATEMENT.match(rest) and not _ASKS.match(rest):

@@ -12,7 +12,8 @@ The harness carries what a small model cannot:
    quoted with their citations, then the computation.
 3. **Part by part.** A multi-part question is answered one part at a time, each
    with the source sentence that answers it, quoted and cited, or "the
-   knowledge base does not say" for a part nothing covers.
+   knowledge base does not say" for a part nothing covers. When no part is covered,
+   the question is judged whole (a split never makes it less answerable).
 4. **Abstention.** When the evidence does not cover the question
    (:meth:`~kbagent.agent.answer.grounding.Grounding.answerable`), the answer says that
    the knowledge base does not say it and lists the closest sources; the model
@@ -28,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 
-from kbagent.agent.answer.evidence import Scored, missing_facts, numbers_in, units_of
+from kbagent.agent.answer.evidence import Scored, meaning_cover, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
-from kbagent.agent.answer.grounding import SIMILARITY_COVER, closest_sources, doc_name, quote
+from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.span_rules import common_names
@@ -312,8 +313,8 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
     ev = g.evidence(f"{part.question} {part.query}", prefer=prefer)
     # (closeness of meaning counts as in the whole question's judgement: "the default up
     # to 2.4.53" / "In 2.4.53 and earlier, the default value was 0")
-    best = g.take(ev) if ev and ev[0].coverage + SIMILARITY_COVER * max(
-        0.0, ev[0].similarity - 0.3) >= PART_COVERAGE else None
+    best = g.take(ev) if ev and ev[0].coverage + meaning_cover(ev[0].similarity) >= \
+        PART_COVERAGE else None
     if best is None:
         return None
     c = s.ledger.get(best.unit.n)
