@@ -78,20 +78,26 @@ def _ledger(pages: dict[str, str]) -> CitationLedger:
     return ledger
 
 
+FROBD_PAGES = {
+    "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): How "
+                  "long Frobd keeps a session in its cache, at most 100 days.",
+    "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
+    "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
+}
+
+
+def _silent(question: str) -> str | None:
+    """Why the three Frobd pages do not answer ``question`` (None: they may)."""
+    g = Grounding(question, _ledger(FROBD_PAGES),
+                  vectors=SentenceVectors(load_embedder().encode))
+    return g.silent_reason(g.evidence())
+
+
 def test_the_release_of_the_documented_program_need_not_be_in_the_pages() -> None:
-    pages = {
-        "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): "
-                      "How long Frobd keeps a session in its cache, at most 100 days.",
-        "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
-        "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
-    }
-    question = "How long does Frobd 3.7 keep a session in its cache by default?"
-    g = Grounding(question, _ledger(pages), vectors=SentenceVectors(load_embedder().encode))
-    assert g.silent_reason(g.evidence()) is None
+    assert _silent("How long does Frobd 3.7 keep a session in its cache by default?") is None
     # a release number of something else still has to be found ("ticket 3.7")
-    other = "How long does the Quux 3.7 appliance keep a session in its cache by default?"
-    g = Grounding(other, _ledger(pages), vectors=SentenceVectors(load_embedder().encode))
-    assert g.silent_reason(g.evidence()) is not None
+    assert _silent("How long does the Quux 3.7 appliance keep a session in its cache by "
+                   "default?") is not None
 
 
 def _confval(name: str, description: str, note: str) -> str:
@@ -226,15 +232,7 @@ def test_a_setting_named_maximum_is_asked_for_its_value_not_its_bound() -> None:
 
 
 def test_a_question_about_the_release_itself_needs_it_in_the_pages() -> None:
-    pages = {
-        "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): "
-                      "How long Frobd keeps a session in its cache.",
-        "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
-        "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
-    }
-    g = Grounding("What changed in Frobd 3.7 about the session cache?", _ledger(pages),
-                  vectors=SentenceVectors(load_embedder().encode))
-    assert g.silent_reason(g.evidence()) is not None
+    assert _silent("What changed in Frobd 3.7 about the session cache?") is not None
 
 
 def test_a_version_note_after_a_signature_is_not_the_earlier_entrys() -> None:
