@@ -88,7 +88,8 @@ FROBD_PAGES = {
 
 def _silent(question: str) -> str | None:
     """Why the three Frobd pages do not answer ``question`` (None: they may)."""
-    g = Grounding(question, _ledger(FROBD_PAGES),
+    text = " ".join(FROBD_PAGES.values()).lower()
+    g = Grounding(question, _ledger(FROBD_PAGES), mentioned=lambda w: w.lower() in text,
                   vectors=SentenceVectors(load_embedder().encode))
     return g.silent_reason(g.evidence())
 
@@ -247,3 +248,40 @@ def test_a_version_note_after_a_signature_is_not_the_earlier_entrys() -> None:
     notes = [u for u in units_of(cite(text, "config.html"))
              if u.text.startswith("Deprecated since")]
     assert notes and not any("page_footer_fmt" in u.context for u in notes)
+
+
+def test_an_issue_number_of_a_change_log_is_no_figure() -> None:
+    asked = focus_of("How wide is the frob sidebar by default?")
+    assert short_answer(asked, "#7721: frob theme: the default sidebar width is "
+                               "230.") == "230"
+
+
+def test_a_pointer_or_an_admonition_label_is_no_name() -> None:
+    who = focus_of("Who created the heron theme that ships with frobd?")
+    assert short_answer(who, "See Builders for a list of all builders shipped with "
+                             "frobd.") is None
+    which = focus_of("Which Docker image does the pages job run in?")
+    assert short_answer(which, "Hint: When using Docker images, use docker run.") is None
+
+
+def test_what_a_question_names_ends_with_its_sentence() -> None:
+    from kbagent.agent.answer.named import named_things
+
+    assert named_things("I load a script through html_js_files. What number decides "
+                        "its order?") == ("html_js_files",)
+    assert named_things("Listings get cut off. Roughly how many characters fit?") == ()
+    assert "A4" in named_things("The PDF does not come out on A4. What page format is it?")
+
+
+def test_a_name_in_the_story_before_the_question_is_no_reason_to_refuse() -> None:
+    assert _silent("We're in Germany and our sessions vanish too soon. How long does "
+                   "Frobd keep a session in its cache by default?") is None
+
+
+def test_which_of_the_two_chooses_between_the_things_named_together() -> None:
+    asked = focus_of("Our CI sets both FROB_MONO and FROB_COLOR. Which of the two wins "
+                     "for frobd's terminal output?")
+    assert asked.answer_type is AnswerType.CHOICE
+    assert asked.options == ("FROB_MONO", "FROB_COLOR")
+    assert short_answer(asked, "FROB_MONO: When set, frobd uses no color. FROB_MONO takes "
+                               "precedence over FROB_COLOR. See the frob site.") == "FROB_MONO"

@@ -21,6 +21,7 @@ Nothing here is tuned to a document set: the rules are about English questions.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -201,7 +202,19 @@ def in_question(span: str, question: str) -> bool:
     return low in q
 
 
+# "... sets both NO_COLOR and FORCE_COLOR. Which of the two wins?": a choice between the
+# two things the question names together
+_OF_THE_TWO = re.compile(r"\bwhich (?:one )?of (?:the|these|those) (?:two|both)\b|"
+                         r"\bwhich of (?:them|both|the pair)\b", re.I)
+
+
 def _options(question: str) -> tuple[str, ...]:
+    if _OF_THE_TWO.search(question):
+        named = named_things(question)
+        pairs = [(a, b) for a, b in itertools.pairwise(named) if re.search(
+            rf"{re.escape(a)}\s+(?:and|or|vs\.?|versus)\s+{re.escape(b)}", question)]
+        if pairs:
+            return pairs[0]
     if " or " not in question or not _CHOICE_LEAD.search(question):
         return ()
     m = _CHOICE.search(question.strip())
@@ -279,7 +292,7 @@ _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNOR
 _WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
 
 
-def _asking(q: str) -> str:
+def asking_sentence(q: str) -> str:
     """The sentence of ``q`` that asks (its last ending in "?" with a question word, else
     its last ending in "?"): "Something odd is going on with my filters. Which template
     shows ...?" asks for a name; "What is the biggest message? I mean the built-in
@@ -305,7 +318,7 @@ def focus_of(question: str) -> Focus:
     if options:
         kind = AnswerType.CHOICE
     else:
-        kind = _kind(_LEAD_CLAUSE.sub("", _asking(q)))
+        kind = _kind(_LEAD_CLAUSE.sub("", asking_sentence(q)))
     unit = "bytes" if HOW_MUCH_MEMORY.search(q) else _unit(q)
     told = _IN_UNIT.search(q)
     if told and kind in (AnswerType.DURATION, AnswerType.NUMBER, AnswerType.DEFAULT,

@@ -41,7 +41,8 @@ from kbagent.agent.answer.evidence import (
     score_units,
     units_of,
 )
-from kbagent.agent.answer.focus import SIZE_UNITS, TIME_UNITS, focus_of
+from kbagent.agent.answer.focus import SIZE_UNITS, TIME_UNITS, asking_sentence, focus_of
+from kbagent.agent.answer.named import is_code_term, named_things
 from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.agent.answer.span_rules import own_release
@@ -158,7 +159,10 @@ class Grounding:
         f = focus_of(self.question)
         pool_text = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger)
         pool = pool_text.lower()
+        asked = named_things(asking_sentence(self.question))
         for name in f.named:
+            if name not in asked and not is_code_term(name):
+                continue  # "We're in Germany and the PDF ...": the story, not what is asked
             missing = self._never_mentioned(_plain_name(name), pool)
             if missing:
                 return f"it never mentions \u201c{missing}\u201d"

@@ -17,6 +17,10 @@ CLASS_TERM_WORDS = 6  # a definition names its term's class within this many wor
 CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")
 # where a clause starts: its first word is capitalised anyway ("...: All of the code")
 _CLAUSE_START = re.compile(r"(?:^|[:;.!?(]\s*|\s[-–—]\s)$")
+# what a manual's pointers and admonitions start with, and what follows "see"
+_REFERENCE = re.compile(r"(?:See|Refer|Note|Notes|Hint|Tip|Warning|Caution|Important|"
+                        r"Attention|Example|Examples)\b")
+_SEE_BEFORE = re.compile(r"\b(?:[Ss]ee(?: also)?|[Rr]efer to)\s+(?:the\s+)?$")
 _TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
 
 
@@ -29,7 +33,8 @@ def class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                             & stems(focus.class_noun)):
         return []
     name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
-    if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS:
+    if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS or \
+            _REFERENCE.fullmatch(name):  # "Hint: When using Docker images ...": a label
         return []  # "-m: Use MD5 hashing": a bare flag names no member, nor a long label
     return [(name, term.start(1) + len(term.group(1)) - len(name), 0.6)]
 
@@ -40,6 +45,8 @@ def is_name(raw: str, sentence: str, start: int) -> bool:
     ("Description: ...", a table header)."""
     if sentence[start + len(raw):start + len(raw) + 1] == ":":
         return False
+    if _REFERENCE.match(raw) or _SEE_BEFORE.search(sentence[:start]):
+        return False  # "See Builders for a list", "Hint", "Note": a pointer or a label
     one_word = re.fullmatch(r"[A-Z][a-z'’]+", raw) is not None
     return not (one_word and _CLAUSE_START.search(sentence[:start]))
 

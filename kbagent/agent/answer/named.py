@@ -15,6 +15,7 @@ _CODE_TERM = re.compile(r"`([^`]{1,80})`|(?<![\w./-])([A-Za-z_][\w.]*(?:\(\)|_[\
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]|(?<!\w)['‘]([^'’]{2,60})['’](?!\w)")
 _CAPITALISED = re.compile(r"(?<![\w'])([A-Z][\w'&.-]*(?:\s+(?:de |von |van )?"
                           r"[A-Z][\w'&.-]*)*)")
+_SENTENCE_END = re.compile(r"[.!?]\s+$")
 _NOT_NAMES = frozenset(
     "I A An The What Which Who Whom Whose When Where Why How Is Are Was Were Does Do Did Can "
     "Could Will Would Should Has Have Had May Might Must If In On At For From With By To Of "
@@ -25,18 +26,28 @@ def named_things(question: str) -> tuple[str, ...]:
     """Code terms, quoted terms and capitalised names of ``question``, in order."""
     out: list[str] = []
     for m in _CODE_TERM.finditer(question):
-        term = (m.group(1) or m.group(2) or "").strip()
+        term = (m.group(1) or m.group(2) or "").strip().rstrip(".")  # "html_js_files."
         if term and term not in _NOT_NAMES:
             out.append(term)
     out += [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(question)]
     first = len(question) - len(question.lstrip())
     for m in _CAPITALISED.finditer(question):
         words = m.group(1).split()
-        if m.start() == first:
-            words = words[1:]
+        if m.start() == first or _SENTENCE_END.search(question[:m.start()]):
+            words = words[1:]  # a sentence's first word ("... in one line? Roughly how")
         while words and words[0] in _NOT_NAMES:
             words = words[1:]
+        for i, w in enumerate(words):  # "on A4. What page ...": a name ends with its sentence
+            if w.endswith(".") and len(w) > 2 and "." not in w[:-1]:
+                words = [*words[:i], w.rstrip(".")]
+                break
         name = " ".join(words)
         if name and not any(name in x or x in name for x in out):
             out.append(name)
     return tuple(dict.fromkeys(x for x in out if x))
+
+
+def is_code_term(name: str) -> bool:
+    """Is ``name`` written as code (``html_js_files``, ``NO_COLOR``, ``maxsize=``)?"""
+    m = _CODE_TERM.fullmatch(name)
+    return m is not None and bool(m.group(2))

@@ -100,10 +100,10 @@ STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SH
 
 def no_figure(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the number at ``sentence[start:end]`` no figure the question may ask for: a
-    factor of a product ("12 hours (12*60*60 seconds)"), a port's name ("port 514")
-    unless a port is asked about?"""
+    factor of a product ("12 hours (12*60*60 seconds)"), an issue's number in a change
+    log ("#7721: html theme: ..."), a port's name ("port 514") unless a port is asked?"""
     if _OPERAND_BEFORE.search(sentence[max(0, start - 2):start]) or _OPERAND_AFTER.match(
-            sentence, end):
+            sentence, end) or sentence[start - 1:start] == "#":  # "#7721": an issue's number
         return True
     return "port" not in focus.terms and _PORT_BEFORE.search(sentence[:start]) is not None
 
@@ -250,8 +250,10 @@ def defined_subject(focus: Focus, sentence: str) -> list[tuple[str, int, float]]
 
 
 # a sentence's first word that is no name ("There is a single row ...")
+# (nor a manual's label: "Hint: When using Docker images ...")
 _NO_SUBJECTS = frozenset("There It This That These Those Here He She They We One Each Every "
-                         "All Some Such Both Either Neither".split())
+                         "All Some Such Both Either Neither See Note Notes Hint Tip Warning "
+                         "Caution Important Attention Example Examples".split())
 
 
 # "in Postfix 3.7": a capitalised name and a release number after it
