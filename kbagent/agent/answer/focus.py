@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.kind_rules import EXPLAIN, KIND_RULES, SIZE_UNITS, TIME_UNITS, AnswerType
+from kbagent.agent.answer.kind_rules import EXPLAIN, KIND_RULES
+from kbagent.agent.answer.kind_rules import SIZE_UNITS as SIZE_UNITS  # re-exported
+from kbagent.agent.answer.kind_rules import TIME_UNITS as TIME_UNITS  # re-exported
+from kbagent.agent.answer.kind_rules import AnswerType as AnswerType  # re-exported
 from kbagent.agent.answer.named import named_things
 from kbagent.agent.answer.phrasing import (
     AUX,
