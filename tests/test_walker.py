@@ -29,3 +29,17 @@ def test_symlinks_leaving_the_root_are_skipped(make_folder, tmp_path):
     paths = [f.path for f in walk(root)]
     assert "link.md" not in paths
     assert "in.md" in paths and "alias.md" in paths
+
+
+def test_a_kbagent_home_inside_the_folder_is_never_a_source(tmp_path):
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.settings import Settings
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "guide.md").write_text("# Guide\n\nThe frob skin is heron.\n", encoding="utf-8")
+    settings = Settings.load(home=src / "home")  # the user put the home in the folder
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)  # now the home exists
+    assert [f.path for f in walk(src)] == ["guide.md"]

@@ -1,8 +1,9 @@
 """Walk a source folder: respect ``.gitignore`` and ``.kbagentignore`` files.
 
 Ignore files apply to their own folder and below, like git's. Version-control
-and tool folders (``.git``, ``node_modules``, virtual environments, caches)
-are always skipped, as are symbolic links that lead outside the source root.
+and tool folders (``.git``, ``node_modules``, virtual environments, caches) and
+kbagent homes are always skipped, as are symbolic links that lead outside the source
+root.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ def _load_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
     if not patterns:
         return None
     return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def is_kb_home(folder: Path) -> bool:
+    """Is ``folder`` a kbagent home (``kbs/<name>/CURRENT``)? A home inside the folder
+    being ingested is never a source: its own store, lock files and indexes."""
+    kbs = folder / "kbs"
+    try:
+        return kbs.is_dir() and any((k / "CURRENT").is_file() for k in kbs.iterdir())
+    except OSError:
+        return False
 
 
 def walk(root: Path) -> Iterator[SourceFile]:
@@ -82,7 +93,7 @@ def _walk(root: Path, start: Path,
             except OSError:
                 continue
             if is_dir:
-                if entry.name in ALWAYS_SKIP_DIRS or ignored(p, True):
+                if entry.name in ALWAYS_SKIP_DIRS or ignored(p, True) or is_kb_home(p):
                     continue
                 if entry.is_symlink():  # a link inside the tree would visit files twice
                     continue
