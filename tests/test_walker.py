@@ -43,3 +43,8 @@ def test_a_kbagent_home_inside_the_folder_is_never_a_source(tmp_path):
     Ingestor(settings, "docs", embedder=load_embedder()).run(src)
     Ingestor(settings, "docs", embedder=load_embedder()).run(src)  # now the home exists
     assert [f.path for f in walk(src)] == ["guide.md"]
+    # what a file watcher reports from the home (the ingest's own writes) is no change
+    from kbagent.kb.walker import walk_named
+
+    assert [f.path for f in walk_named(src, {"home/kbs/docs/.lock", "home"},
+                                       ["guide.md"])] == ["guide.md"]

@@ -53,6 +53,12 @@ def is_kb_home(folder: Path) -> bool:
         return False
 
 
+def in_kb_home(root: Path, parts: list[str]) -> bool:
+    """Is the root-relative path ``parts`` (a file watcher's event, a named path) in or
+    under a kbagent home inside ``root``?"""
+    return any(is_kb_home(root.joinpath(*parts[:i])) for i in range(1, len(parts) + 1))
+
+
 def walk(root: Path) -> Iterator[SourceFile]:
     """Yield ingestible candidate files under ``root`` in a stable (sorted) order."""
     root = root.resolve()
@@ -126,7 +132,7 @@ def walk_named(root: Path, named: set[str], known: Iterable[str]) -> list[Source
         try:
             is_dir = p.is_dir()
             if (any(x in ALWAYS_SKIP_DIRS for x in parts[:-1])
-                    or _ignored_above(root, parts, is_dir)):
+                    or _ignored_above(root, parts, is_dir) or in_kb_home(root, parts)):
                 continue
             if p.is_symlink() and not p.resolve().is_relative_to(root):
                 continue

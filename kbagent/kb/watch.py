@@ -30,7 +30,7 @@ import watchfiles
 from kbagent.errors import KbagentError, KbBusyError
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.models import IngestReport
-from kbagent.kb.walker import ALWAYS_SKIP_DIRS, IGNORE_FILES
+from kbagent.kb.walker import ALWAYS_SKIP_DIRS, IGNORE_FILES, in_kb_home
 
 DEBOUNCE_MS = 1600  # longest a batch gathers events
 STEP_MS = 300  # a batch closes after this long without a new event
@@ -100,8 +100,8 @@ class IgnoreRules:
 
     def ignored(self, rel: str) -> bool:
         parts = rel.split("/")
-        if any(p in ALWAYS_SKIP_DIRS for p in parts[:-1]):
-            return True
+        if any(p in ALWAYS_SKIP_DIRS for p in parts[:-1]) or in_kb_home(self.root, parts):
+            return True  # (a kbagent home in the folder: the store the ingest writes)
         if parts[-1] in RESCAN_FILES:
             return False
         for i in range(len(parts)):  # the ignore files of each folder above the path

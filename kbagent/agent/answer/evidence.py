@@ -95,7 +95,7 @@ VALUE_TYPES = frozenset({AnswerType.NUMBER, AnswerType.DURATION, AnswerType.DATE
                          AnswerType.PRICE, AnswerType.PERCENT, AnswerType.VERSION})
 
 
-SIMILARITY_COVER = 0.5  # what closeness of meaning adds to word coverage, above:
+SIMILARITY_COVER = 0.5  # what closeness of meaning adds to word coverage, above
 MEANING_FLOOR = 0.3  # the cosine of sentences that only share a topic
 
 
@@ -227,6 +227,7 @@ def score_units(question: str, units: list[Unit], ranks: dict[int, int] | None =
 _PHRASE_WORD = re.compile(r"[a-z0-9]+")
 PHRASE_WEIGHT = 0.15  # per three-word run of the question a unit says word for word
 PHRASE_CAP = 3
+_ARTICLES = frozenset({"the", "a", "an"})
 
 
 def _phrases(question: str) -> set[str]:
@@ -238,7 +239,7 @@ def _phrases(question: str) -> set[str]:
     out = set()
     for i in range(len(words) - 2):
         run = words[i:i + 3]
-        if content_tokens(" ".join(run)) and not {"the", "a", "an"} & set(run):
+        if content_tokens(" ".join(run)) and not _ARTICLES & set(run):
             out.add(" ".join(run))
     return out
 

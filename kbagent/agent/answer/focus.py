@@ -42,6 +42,7 @@ from kbagent.agent.answer.phrasing import (
     NEGATED,
     PROTOCOL_CODE,
     REPLY_CODE,
+    WH_WORD,
     asks_class,
     class_word,
     is_there_class,
@@ -292,9 +293,6 @@ _SIZE = re.compile(rf"\d[\d,.]*\s*(?:{SIZE_UNITS}|[kKmMgGtT])\b")  # "1k", "512 
 _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
 
 
-_WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
-
-
 def asking_sentence(q: str) -> str:
     """The sentence of ``q`` that asks (its last ending in "?" with a question word, else
     its last ending in "?"): "Something odd is going on with my filters. Which template
@@ -303,7 +301,7 @@ def asking_sentence(q: str) -> str:
     size; "What is the default port? Is it 25?" for the default."""
     sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", q)
     asking = [x for x in sentences if x.rstrip().endswith("?")]
-    worded = [x for x in asking if _WH_WORD.search(x)]
+    worded = [x for x in asking if WH_WORD.search(x)]
     return (worded or asking)[-1] if len(sentences) > 1 and asking else q
 
 

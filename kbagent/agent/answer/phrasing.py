@@ -11,6 +11,8 @@ import re
 
 # a question about what happens when nobody chose: the default, in a user's words ("out
 # of the box", "unless I tell it otherwise", "when I pass no option", "if I never set X")
+# a question word (not an auxiliary: "is", "does" also open statements' clauses)
+WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re.I)
 DEFAULT_INTENT = re.compile(
     r"\bout of the box\b|\bunless (?:(?:i|you|we|someone|it is|it's|they are|you've|i've)\s+)?"
     r"(?:tell|told|say|said|configure|configured|specify|specified|set|change|changed|"

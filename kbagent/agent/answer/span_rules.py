@@ -172,6 +172,14 @@ def common_names(texts_by_document: dict[str, list[str]]) -> frozenset[str]:
     return frozenset(w for w, n in counts.items() if n >= need)
 
 
+def cited_common_names(citations: Iterable[Citation]) -> frozenset[str]:
+    """:func:`common_names` of the cited chunks, grouped by document."""
+    by_doc: dict[str, list[str]] = {}
+    for c in citations:
+        by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
+    return common_names(by_doc)
+
+
 def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the class the question asks for ("which hash") within two words of the span
     ("MD5 hashing", "the hash MD5")?"""
@@ -270,9 +278,6 @@ def own_release(focus: Focus, citations: Iterable[Citation]) -> set[str]:
     release")."""
     if focus.answer_type is AnswerType.VERSION or _ABOUT_RELEASE.search(focus.question):
         return set()
-    by_doc: dict[str, list[str]] = {}
-    for c in citations:
-        by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
-    subject = common_names(by_doc)
+    subject = cited_common_names(citations)
     return {x for m in _RELEASE.finditer(focus.question) if m.group(1) in focus.named
             and m.group(1).lower() in subject for x in numbers_in(m.group(2))}

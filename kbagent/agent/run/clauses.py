@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from kbagent.agent.answer.phrasing import WH_WORD
+
 _WH = r"(?:how|what|when|why|who|which|where|is|are|was|were|does|do|did|can|should)"
 # "..., and over what time window ...": a preposition may open the next question
 _CLAUSE_SPLIT = re.compile(rf",?\s+and\s+(?=(?:(?:over|in|for|at|from|to|by|with|on|under|"
@@ -33,8 +35,6 @@ _ASKS = re.compile(rf"^\s*(?:{_WH}|could|would|will|has|have|had|may|must|shall|
 # "A cached page came with no expiry date and was last changed 5 days ago. With the
 # default settings, how long ...?": a sentence before "and" that asks nothing (no
 # question word, no asking verb first) states the case; "and was ..." goes on with it
-_QUESTION_WORD = re.compile(r"\b(?:how|what|when|why|who|whom|whose|which|where)\b",
-                            re.IGNORECASE)
 
 
 # "... and was last changed": a second predicate of the statement, not a question (a
@@ -49,7 +49,7 @@ def _states(before: str) -> bool:
     """Is the sentence that ``before`` ends with a statement (it asks nothing, and bids
     nothing: "Compare Q2 and Q3 ..." asks)?"""
     sentence = re.split(r"(?<=[.!?])\s+", before.strip())[-1]
-    return not (_QUESTION_WORD.search(sentence) or _ASKS.match(sentence)
+    return not (WH_WORD.search(sentence) or _ASKS.match(sentence)
                 or _BIDS.match(sentence))
 
 

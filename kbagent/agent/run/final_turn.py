@@ -34,7 +34,7 @@ from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
 from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.short import short_answer, spans, yes_no
-from kbagent.agent.answer.span_rules import common_names
+from kbagent.agent.answer.span_rules import cited_common_names
 from kbagent.agent.answer.unit_links import description_of, entry_of, led_item
 from kbagent.agent.answer.units import Unit
 from kbagent.agent.events import Event
@@ -124,31 +124,17 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
             found = out.citations
             cites.append(found)
             step += 1
-        answered = 0
         said: list[str | None] = []
         clause_fact = False  # a part asked as a clause has a short answer
         for part, prefer in zip(parts, cites, strict=True):
             before = s.short_answer
             said.append(_part_answer(s, part, prefer))
             clause_fact |= not part.item and s.short_answer != before
-        if all(x is None for x in said):
-            # no part is answered on its own: the question may still be, as a whole
-            # ("Do small lines get compressed, or is there a size below which ...? How
-            # big is that?" asks one fact, split in two): judged like any other below
-            parts, said = [], []
-        if said and clause_fact:
-            # the facts first, in a few words each ("critbit [5]; 2.1 [9]."), then each
-            # part with the source sentence that says it (a compared item's line already
-            # starts with its figure)
-            yield _say(s, f"{s.short_answer}. ", "quote", cited_numbers(s.short_answer),
-                       pieces=True)
-        for part, sentence in zip(parts, said, strict=True):
-            if sentence is None:
-                yield _say(s, f"{_lead(part)}The knowledge base does not say. ", "notice")
-                continue
-            answered += 1
-            yield _say(s, sentence + " ", "quote")
-        if answered:
+        # (with no part answered on its own the question may still be, as a whole: "Do
+        # small lines get compressed, or is there a size below which ...? How big is
+        # that?" asks one fact, split in two; it is judged like any other below)
+        if any(x is not None for x in said):
+            yield from _parts_said(s, parts, said, clause_fact)
             return False
     evidence = g.evidence(limit=EVIDENCE_UNITS)
     # a calculation whose operands were not all found is not evidence that the KB is
@@ -187,6 +173,22 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
             yield _say(s, quote(about, c.path if c else "") + " ", "quote")
     ended = yield from answer_turn(s, step, rag, _evidence_message(s, evidence))
     return ended
+
+
+def _parts_said(s: RunState, parts: list[Part], said: list[str | None],
+                clause_fact: bool) -> Iterator[Event]:
+    """A multi-part answer: the facts first, in a few words each ("critbit [5]; 2.1
+    [9]."), when a part asked as a clause has one; then each part with the source
+    sentence that says it (a compared item's line already starts with its figure), or
+    "does not say" for that part alone."""
+    if clause_fact:
+        yield _say(s, f"{s.short_answer}. ", "quote", cited_numbers(s.short_answer),
+                   pieces=True)
+    for part, sentence in zip(parts, said, strict=True):
+        if sentence is None:
+            yield _say(s, f"{_lead(part)}The knowledge base does not say. ", "notice")
+        else:
+            yield _say(s, sentence + " ", "quote")
 
 
 def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
@@ -244,7 +246,8 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         return g.take(fresh[:1]), said
     # the best span of the first units, weighed with how well its unit answers
     best: tuple[float, int, list[str]] | None = None
-    common = _common_names(s) if focus.answer_type is AnswerType.NAME else frozenset()
+    # (the names every cited document uses: the folder's subject, no answer)
+    common = cited_common_names(s.ledger) if focus.answer_type is AnswerType.NAME else frozenset()
     top = fresh[0].unit if fresh else None
     for i, e in enumerate(fresh[:SHORT_FROM]):
         # the sentences right after the best one go on with its topic ("you must reduce
@@ -267,14 +270,6 @@ def _answer_unit(s: RunState, evidence: list[Scored], pick: ShortPick | None
         if chosen and (chosen in found or not missing_facts(chosen, e.unit.text)):
             short = chosen
     return g.take([e]), short
-
-
-def _common_names(s: RunState) -> frozenset[str]:
-    """The names every cited document uses (the folder's subject: no answer)."""
-    by_doc: dict[str, list[str]] = {}
-    for c in s.ledger:
-        by_doc.setdefault(f"{c.kb}/{c.path}", []).append(c.text)
-    return common_names(by_doc)
 
 
 def _yes_no(focus: Focus, best: Scored) -> str | None:
