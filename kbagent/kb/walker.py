@@ -44,11 +44,13 @@ def _load_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
 
 
 def is_kb_home(folder: Path) -> bool:
-    """Is ``folder`` a kbagent home (``kbs/<name>/CURRENT``)? A home inside the folder
-    being ingested is never a source: its own store, lock files and indexes."""
+    """Is ``folder`` a kbagent home (``kbs/<name>/CURRENT``, or ``.lock`` while its first
+    ingest runs)? A home inside the folder being ingested is never a source: its own
+    store, lock files and indexes."""
     kbs = folder / "kbs"
     try:
-        return kbs.is_dir() and any((k / "CURRENT").is_file() for k in kbs.iterdir())
+        return kbs.is_dir() and any((k / "CURRENT").is_file() or (k / ".lock").exists()
+                                    for k in kbs.iterdir())
     except OSError:
         return False
 
