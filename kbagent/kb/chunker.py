@@ -16,11 +16,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kbagent.kb.locations import describe
-from kbagent.kb.models import MD_HEADING, Chunk, ExtractedDoc, Line, is_named_heading
+from kbagent.kb.models import (
+    FENCE,
+    MD_HEADING,
+    Chunk,
+    ExtractedDoc,
+    Line,
+    is_named_heading,
+)
 from kbagent.settings import default
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _RST_ADORN = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?;。！？])\s+")
 _CODE_DEF = {
@@ -63,7 +69,7 @@ def _markdown_sections(lines: list[Line]) -> list[_Section]:
     fence: str | None = None
     for i, ln in enumerate(lines):
         text = ln.text
-        m_fence = _FENCE.match(text)
+        m_fence = FENCE.match(text)
         if m_fence:
             fence = None if fence == m_fence.group(1) else (fence or m_fence.group(1))
         level, title = 0, ""

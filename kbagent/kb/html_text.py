@@ -16,6 +16,8 @@ from kbagent.kb.models import Line
 
 _SKIP = {"script", "style", "noscript", "template", "svg", "nav", "head", "iframe", "object",
          "canvas", "button", "select", "math"}
+# ARIA landmarks that hold no content of the page: navigation, the search box, the footer
+_SKIP_ROLES = frozenset({"navigation", "search", "contentinfo"})
 _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "aside", "ul", "ol",
           "table", "thead", "tbody", "tfoot", "blockquote", "dl", "figure", "form", "hr",
           "address", "details", "summary", "body", "html", "fieldset", "caption"}
@@ -24,6 +26,7 @@ _JOINED = {"h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "dt", "dd", "figcapti
            "caption", "summary"}
 _VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "area", "base", "source"}
 _WS = re.compile(r"\s+")
+_FENCE_LINE = "```"  # the line before and after a <pre> block's lines, as Markdown fences code
 
 
 class _Converter(HTMLParser):
@@ -36,6 +39,7 @@ class _Converter(HTMLParser):
         self._end = 0
         self._skip_depth = 0
         self._skip_stack: list[str] = []
+        self._skip_roots: set[str] = set()  # tags skipped for their role: nested ones count
         self._joined: list[str] = []
         self._pre = 0
         self._prefix = ""
@@ -67,9 +71,17 @@ class _Converter(HTMLParser):
     # --- parser callbacks --------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._skip_depth:
-            if tag in _SKIP and tag not in _VOID:
+            if (tag in _SKIP or tag in self._skip_roots) and tag not in _VOID:
                 self._skip_stack.append(tag)
                 self._skip_depth += 1
+            return
+        if tag not in _VOID and any(k == "role" and (v or "").strip().lower() in _SKIP_ROLES
+                                    for k, v in attrs):
+            # a Sphinx page's sidebar, related-links bars and footer are <div>s marked
+            # role="navigation" / "search" / "contentinfo": the same on every page
+            self._skip_roots.add(tag)
+            self._skip_stack.append(tag)
+            self._skip_depth += 1
             return
         if tag in _SKIP:
             if tag == "head":  # still want <title>
@@ -92,7 +104,12 @@ class _Converter(HTMLParser):
             self._cells += 1
             return
         if tag == "pre":
+            # a code block is fenced, its lines kept as they are (inside a <dd> or an
+            # <li> too): a "# comment" line is no heading, code no run of prose
             self._flush()
+            if not self._pre:
+                self._prefix = ""
+                self.lines.append(Line(self.getpos()[0], _FENCE_LINE))
             self._pre += 1
             return
         if tag in ("ul", "ol"):
@@ -130,6 +147,8 @@ class _Converter(HTMLParser):
             if self._skip_stack and self._skip_stack[-1] == tag:
                 self._skip_stack.pop()
                 self._skip_depth -= 1
+                if not self._skip_depth:
+                    self._skip_roots.clear()
             return
         if tag == "title":
             self._in_title = False
@@ -137,6 +156,8 @@ class _Converter(HTMLParser):
         if tag == "pre":
             self._flush()
             self._pre = max(0, self._pre - 1)
+            if not self._pre:
+                self.lines.append(Line(self.getpos()[0], _FENCE_LINE))
             return
         if tag in ("ul", "ol"):
             self._flush()
@@ -166,7 +187,7 @@ class _Converter(HTMLParser):
         if self._in_title:
             self.title = _WS.sub(" ", (self.title + " " + data)).strip()
             return
-        if self._joined or "\n" not in data:
+        if (self._joined and not self._pre) or "\n" not in data:
             if data.strip() or self._parts:
                 self._emit(data.replace("\n", " "), line, line + data.count("\n"))
             return

@@ -20,6 +20,9 @@ class SearchMode(StrEnum):
 
 
 MD_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+# a Markdown code fence (extracted HTML fences a <pre> block with ```): lines between
+# two are code, never headings
+FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 def is_named_heading(line: str, names: set[str] | list[str]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from kbagent.agent.answer.citations import clean_text
+from kbagent.kb.models import FENCE
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*<tr\b|^[^|\n]*[^|\s][^|\n]*(?:\s\|(?:\s[^|\n]*)?)+$",
                         re.IGNORECASE)
@@ -81,6 +82,10 @@ def split_sentences(text: str) -> list[str]:
 
 # Sphinx's version notes between an entry's table and its description
 VERSION_NOTE = re.compile(r"(?:New|Changed) in version\b|Deprecated since version\b")
+# a sentence that states a default ("Defaults to 230 pixels.", "By default, the timeout is
+# 5 minutes.", "Default: 'unix'")
+DEFAULT_NOTE = re.compile(r"(?:By default\b|Defaults? (?:to|is|value)\b|Default(?: value)?:|"
+                          r"The default\b|(?:It|This) defaults to\b)")
 DEFAULT_CELL = re.compile(r"(?:^|; )default: \S", re.I)  # a row's default cell
 # a description that starts by naming what it describes: the entry above it
 THIS_ENTRY = re.compile(r"^(?:This|The)\s+(?:option|parameter|setting|directive|variable|"
@@ -106,3 +111,42 @@ def quote_goes_on(para: list[str], line: str) -> bool:
 
 
 _HEADER_LINE = re.compile(r"^[A-Z][\w-]{0,30}:\s")  # "To: support@...", "Subject: ..."
+
+
+# ------------------------------------------------------- signatures, code
+# reStructuredText directives: ".. function:: lru_cache(maxsize=128)", ".. note::"
+DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:[\w-]+:)?([\w-]+)::\s*(.*)$")
+_API_DIRECTIVES = frozenset("function method class classmethod staticmethod decorator "
+                            "exception attribute data property".split())
+# one signature: an optional def/class keyword, a dotted name, its parenthesised
+# parameters (one level of nesting) and an optional return annotation
+_ONE_SIGNATURE = (r"(?:(?:async\s+)?def\s+|class\s+)?[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?"
+                  r"\((?:[^()]|\([^()]*\))*\)(?:\s*->\s*[^\s:]+(?:\[[^\]]*\])?)?:?")
+_SIGNATURE = re.compile(rf"{_ONE_SIGNATURE}(?:\s+{_ONE_SIGNATURE})*")
+
+
+def signature_of(line: str) -> str | None:
+    """The line as an API signature ("lru_cache(user_function, maxsize=128)"), or None
+    when it is anything else (prose that mentions a call, a heading that is a title)."""
+    text = clean_text(line).replace("\u00b6", "").strip()
+    m = DIRECTIVE.match(line)
+    if m:
+        if m.group(1).lower() not in _API_DIRECTIVES:
+            return None
+        text = clean_text(m.group(2)).strip()
+        return text or None
+    if len(text) > 300 or not _SIGNATURE.fullmatch(text):
+        return None
+    return text
+
+
+def starts_in_code(lines: list[str]) -> bool:
+    """Does a chunk start inside a code block (cut from the lines before it)? An odd
+    number of fences and no line of prose before the first one."""
+    fences = [i for i, x in enumerate(lines) if FENCE.match(x)]
+    if len(fences) % 2 == 0:
+        return False
+    return not any(_PROSE.search(x) for x in lines[:fences[0]])
+
+
+_PROSE = re.compile(r"[A-Za-z]\w*(?:\s+\S+){3,}[.:!?]\s*$")  # four words or more, ended

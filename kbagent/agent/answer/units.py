@@ -35,6 +35,8 @@ from kbagent.agent.answer.unit_lines import (
     ANY_TAG,
     BLOCK_START,
     DEFAULT_CELL,
+    DEFAULT_NOTE,
+    DIRECTIVE,
     OPEN_END,
     TABLE_RULE,
     THIS_ENTRY,
@@ -43,23 +45,17 @@ from kbagent.agent.answer.unit_lines import (
     quote_goes_on,
     row_cells,
     row_follows,
+    signature_of,
     split_sentences,
+    starts_in_code,
     table_row,
     value_pair,
 )
+from kbagent.kb.models import FENCE
 
 _HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
 # Markdown "term\n: definition"
 _MD_DEFINITION = re.compile(r"^\s{0,3}:\s+(\S.*)$")
-# reStructuredText directives: ".. function:: lru_cache(maxsize=128)", ".. note::"
-_DIRECTIVE = re.compile(r"^\s*\.\.\s+(?:[\w-]+:)?([\w-]+)::\s*(.*)$")
-_API_DIRECTIVES = frozenset("function method class classmethod staticmethod decorator "
-                            "exception attribute data property".split())
-# one signature: an optional def/class keyword, a dotted name, its parenthesised
-# parameters (one level of nesting) and an optional return annotation
-_ONE_SIGNATURE = (r"(?:(?:async\s+)?def\s+|class\s+)?[A-Za-z_][\w.]*(?:\[[^\]]{0,80}\])?"
-                  r"\((?:[^()]|\([^()]*\))*\)(?:\s*->\s*[^\s:]+(?:\[[^\]]*\])?)?:?")
-_SIGNATURE = re.compile(rf"{_ONE_SIGNATURE}(?:\s+{_ONE_SIGNATURE})*")
 _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
 _GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
@@ -117,21 +113,6 @@ class Unit:
         return _IDENT_JOIN.sub(" ", f"{self.text} {self.gloss}").strip()
 
 
-def signature_of(line: str) -> str | None:
-    """The line as an API signature ("lru_cache(user_function, maxsize=128)"), or None
-    when it is anything else (prose that mentions a call, a heading that is a title)."""
-    text = clean_text(line).replace("\u00b6", "").strip()
-    m = _DIRECTIVE.match(line)
-    if m:
-        if m.group(1).lower() not in _API_DIRECTIVES:
-            return None
-        text = clean_text(m.group(2)).strip()
-        return text or None
-    if len(text) > 300 or not _SIGNATURE.fullmatch(text):
-        return None
-    return text
-
-
 def _is_term(text: str) -> bool:
     """Could this line be the term of a definition ("server.listen", "Timeout")?"""
     text = text.strip()
@@ -159,13 +140,15 @@ def _indent(line: str) -> int:
 class _Cutter:
     """Walks a chunk's lines once, collecting units and their contexts."""
 
-    def __init__(self, heading: str, code: bool) -> None:
+    def __init__(self, heading: str, code: bool, entries: bool) -> None:
         self.heading = heading
         self.code = code
         self.units: list[tuple[str, str, UnitKind, str]] = []  # text, context, kind, gloss
         self.para: list[str] = []
         self.term = ""  # the definition the current paragraph belongs to
         self.defined = ""  # the last one defined: its version notes follow it
+        self.about = ""  # the first sentence of its definition
+        self.entries = entries  # its description may go on for paragraphs (an HTML <dd>)
         self.glossless: list[int] = []  # signatures waiting for their description
         self.lead = ""  # a sentence that leads into a list ("... are set to:")
 
@@ -229,6 +212,12 @@ class _Cutter:
                 # note is the entry's (a Sphinx <dd> ends with it)
                 self.add(piece, UnitKind.SENTENCE, self.defined, self.defined)
                 continue
+            if not self.term and self.defined and DEFAULT_NOTE.match(piece):
+                # "sidebarwidth: Width of the sidebar in pixels." / "Defaults to 230
+                # pixels.": a later paragraph of the entry states its default
+                about = f"{self.defined} {self.about}".strip()
+                self.add(piece, UnitKind.SENTENCE, about, about)
+                continue
             if self.term:  # a later sentence keeps what the definition is about
                 first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
                 self.add(f"{self.term}: {piece}", UnitKind.DEFINITION,
@@ -239,7 +228,10 @@ class _Cutter:
             self.lead = pieces[-1]
         self.para.clear()
         note = bool(pieces) and VERSION_NOTE.match(pieces[0]) is not None
-        self.defined = self.term or (self.defined if note else "")
+        if self.term:
+            self.about = pieces[0] if pieces else ""
+        # an HTML <dd> of several paragraphs ends with the next term or heading
+        self.defined = self.term or (self.defined if note or self.entries else "")
         self.term = ""
 
     def _entry_row(self, first: str) -> int | None:
@@ -275,14 +267,25 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     # (a Sphinx heading's or term's link mark, "MaxSessions¶", is no part of its words)
     lines = (raw if raw is not None else c.raw or c.text).replace("\u00b6", "").splitlines()
     suffix = PurePosixPath(c.path).suffix.lower()
-    cut = _Cutter(c.heading, suffix in CODE_SUFFIXES)
     # extracted HTML puts every block (<p>, <li>, <dt>, <dd>) on a line of its own
     html = suffix in HTML_SUFFIXES
+    cut = _Cutter(c.heading, suffix in CODE_SUFFIXES, html)
     header: list[str] = []
     pairs = False  # the table's rows are label | value pairs (its first row no header)
     pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
+    # inside a fenced code block: each line a unit, a "# comment" no heading
+    fenced = starts_in_code(lines)
 
     for i, line in enumerate(lines):
+        if FENCE.match(line):
+            cut.flush()
+            fenced, pending_term = not fenced, ""
+            continue
+        if fenced:
+            cut.flush()
+            if line.strip():
+                cut.para.append(line)
+            continue
         if not line.strip():
             cut.flush()
             cut.lead = ""  # a blank line ends the list a sentence led into
@@ -361,7 +364,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             cut.add(f"{field.group(1)}: {clean_text(field.group(2))}", UnitKind.DEFINITION,
                     field.group(1))
             continue
-        directive = _DIRECTIVE.match(line)
+        directive = DIRECTIVE.match(line)
         if directive:  # ".. code-block:: yaml", ".. note::": markup, not text
             cut.flush()
             continue
