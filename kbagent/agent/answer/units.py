@@ -147,7 +147,7 @@ class _Cutter:
         self.para: list[str] = []
         self.term = ""  # the definition the current paragraph belongs to
         self.defined = ""  # the last one defined: its version notes follow it
-        self.about = ""  # the first sentence of its definition
+        self.about = ""  # its term and the first sentence of its definition
         self.entries = entries  # its description may go on for paragraphs (an HTML <dd>)
         self.glossless: list[int] = []  # signatures waiting for their description
         self.lead = ""  # a sentence that leads into a list ("... are set to:")
@@ -215,8 +215,7 @@ class _Cutter:
             if not self.term and self.defined and DEFAULT_NOTE.match(piece):
                 # "sidebarwidth: Width of the sidebar in pixels." / "Defaults to 230
                 # pixels.": a later paragraph of the entry states its default
-                about = f"{self.defined} {self.about}".strip()
-                self.add(piece, UnitKind.SENTENCE, about, about)
+                self.add(piece, UnitKind.SENTENCE, self.about, self.about)
                 continue
             if self.term:  # a later sentence keeps what the definition is about
                 first = pieces[0] if i else ""  # ("gc.auto: The default value is 6700.")
@@ -228,8 +227,7 @@ class _Cutter:
             self.lead = pieces[-1]
         self.para.clear()
         note = bool(pieces) and VERSION_NOTE.match(pieces[0]) is not None
-        if self.term:
-            self.about = pieces[0] if pieces else ""
+        self.about = f"{self.term} {pieces[0]}" if self.term and pieces else self.about
         # an HTML <dd> of several paragraphs ends with the next term or heading
         self.defined = self.term or (self.defined if note or self.entries else "")
         self.term = ""
