@@ -9,7 +9,13 @@ folder before its final run.
 
     PYTHONPATH=$PWD .venv/bin/python bench/replay_harness.py \
         --questions bench/heldout2/questions.jsonl --kb-dir DIR --home HOME \
-        [--kb NAME] [--ids s01,s02]
+        [--kb NAME] [--ids s01,s02] [--ranks]
+
+``--ranks`` also prints, per answerable question, the rank of the first unit holding the
+gold answer in the harness's ranking for the whole question (distinct units, best
+first), and sums them: gold at rank 1, within 3, within 10. The gap between rank 1 and
+"within 10" is what better ranking alone could win; "within 10" is its ceiling (what is
+not in the ten best units is a retrieval or a unit-cutting miss).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_agent import correct, first_sentence  # noqa: E402
 
+from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
+from kbagent.agent.answer.evidence import gather_units, same_text, score_units  # noqa: E402
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result  # noqa: E402
 from kbagent.kb.embedder import load_embedder  # noqa: E402
 from kbagent.kb.ingest import Ingestor  # noqa: E402
@@ -42,7 +50,12 @@ def main() -> None:
     ap.add_argument("--home", type=Path, required=True, help="kbagent home kept between runs")
     ap.add_argument("--kb", default="", help="KB name (default: the folder's name)")
     ap.add_argument("--ids", default="", help="comma-separated question ids (default: all)")
+    ap.add_argument("--ranks", action="store_true",
+                    help="where the first gold-holding unit ranks (1, within 3, within 10)")
     args = ap.parse_args()
+    ranked: list[list[str]] = []  # the whole question's units of the current run, best first
+    if args.ranks:
+        _spy_on_ranking(ranked)
     settings = Settings.load(home=args.home)
     name = args.kb or args.kb_dir.resolve().name.replace("_", "-")
     if not (args.home / "kbs" / name).exists():
@@ -51,10 +64,12 @@ def main() -> None:
     ids = set(args.ids.split(",")) if args.ids else None
     questions = [json.loads(line) for line in args.questions.read_text().splitlines() if line]
     first = short = answerable = refused = abstained = unanswerable = 0
+    at_rank = [0, 0, 0]  # the gold unit at rank 1, within 3, within 10
     walls: list[float] = []
     for q in questions:
         if q["kind"] == "chit-chat" or (ids and q["id"] not in ids):
             continue
+        ranked.clear()
         t = time.perf_counter()
         agent = Agent(ScriptedLLM(["It is in the sources."] * 20), [kb],
                       AgentConfig(mode="auto", tools="full", short_answer="harness"))
@@ -72,11 +87,38 @@ def main() -> None:
         first += f
         short += s
         refused += refused_here
+        if args.ranks:
+            rank = next((i + 1 for i, text in enumerate(ranked[0][:10] if ranked else [])
+                         if correct(q, text, [])), None)
+            for j, limit in enumerate((1, 3, 10)):
+                at_rank[j] += rank is not None and rank <= limit
+            print(q["id"], "gold unit at rank", rank or "-")
         print(q["id"], "F" if f else "-", "S" if s else "-", "R" if refused_here else " ",
               repr(q["answer"]), "|", repr(r.short_answer), "|", r.answer[:110].replace("\n", " "))
     print(f"fact first {first}/{answerable}  short answer {short}/{answerable}  refused "
           f"{refused}  abstained {abstained}/{unanswerable}  median "
           f"{statistics.median(walls) if walls else 0:.2f} s")
+    if args.ranks:
+        print(f"gold unit at rank 1 {at_rank[0]}/{answerable}  within 3 {at_rank[1]}  "
+              f"within 10 {at_rank[2]}")
+
+
+def _spy_on_ranking(ranked: list[list[str]]) -> None:
+    """Record, once per run, the units ranked for the whole question (the final turn's
+    first ``Grounding.evidence()`` call) as distinct texts, best first."""
+    evidence = grounding_module.Grounding.evidence
+
+    def spy(g: grounding_module.Grounding, question: str | None = None, *args: object,
+            **kwargs: object) -> object:
+        if question is None and not ranked:
+            cites = list(g.ledger)
+            ranks = {c.n: i for i, c in enumerate(cites)}
+            scored = score_units(g.question, gather_units(cites), ranks, g.vectors)
+            ranked.append(list(dict.fromkeys(s.unit.text for s in scored
+                                             if same_text(s.unit.text))))
+        return evidence(g, question, *args, **kwargs)  # type: ignore[arg-type]
+
+    grounding_module.Grounding.evidence = spy  # type: ignore[assignment,method-assign]
 
 
 if __name__ == "__main__":

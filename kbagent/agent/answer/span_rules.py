@@ -194,23 +194,37 @@ def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
 
 # a condition of the question with a version or a year: "before Postfix 2.4", "since
 # 2019", "in Postfix 3.6" (not "in 2026": a period the whole question is about)
-_CONDITION = re.compile(r"\b(?:(?:before|after|since|prior to|until|as of)\s+(?:[A-Za-z][\w.-]*"
-                        r"\s+){0,2}v?\d+(?:\.\d+)*|(?:in|with|from)\s+(?:[A-Za-z][\w.-]*\s+){0,2}"
-                        r"v?\d+(?:\.\d+)+)\b", re.I)
+_CONDITION = re.compile(r"\b(?P<rel>before|after|since|prior to|until|as of|starting with|"
+                        r"in|with|from)\s+(?:[A-Za-z][\w.-]*\s+){0,2}(?P<v>v?\d+(?:\.\d+)*)\b",
+                        re.I)
+# the words each relation of a condition is written with: the question's "before 2.4" is
+# the manual's "prior to Postfix 2.4" (the same relation, the same release)
+_RELATIONS = {"before": "before|prior to|until|earlier than|up to",
+              "since": "since|after|as of|starting with|from|beginning with|later than",
+              "in": "in|with"}
+_RELATION_OF = {w: k for k, ws in _RELATIONS.items() for w in ws.split("|")}
+# what may stand between a condition and the value it qualifies: "prior to Postfix 2.4
+# the default value was 1000s", "as of 2.11, the limit is 100 days"
+_LINK = re.compile(r"(?:[,:]?\s*(?:the\s+)?(?:default(?:\s+value)?|value|limit)\s+"
+                   r"(?:was|is|became|becomes|changed to)\b|:)?", re.I)
 
 
 def qualified(question: str, sentence: str) -> list[int]:
     """Where in ``sentence`` the question's conditions ("before Postfix 2.4") end: the
     value right after one is the value under that condition ("(default: 300s; before
-    Postfix 2.4: 1000s)")."""
-    low = sentence.lower()
+    Postfix 2.4: 1000s)", "prior to Postfix 2.4 the default value was 1000s"). A
+    condition counts in any wording of its relation with the same release; a bare "in",
+    "with" or "from" only with a dotted release ("in Postfix 3.6", not "in 2026")."""
     ends = []
     for m in _CONDITION.finditer(question):
-        phrase = " ".join(m.group().lower().split())
-        at = low.find(phrase)
-        while at >= 0:
-            ends.append(at + len(phrase))
-            at = low.find(phrase, at + 1)
+        rel, version = " ".join(m.group("rel").lower().split()), m.group("v")
+        if rel in ("in", "with", "from") and "." not in version:
+            continue
+        words = _RELATIONS[_RELATION_OF[rel]]
+        for c in re.finditer(rf"\b(?:{words})\s+(?:[A-Za-z][\w.-]*\s+){{0,2}}"
+                             rf"{re.escape(version)}(?![\w.]*\d)", sentence, re.I):
+            link = _LINK.match(sentence, c.end())
+            ends.append(link.end() if link else c.end())
     return ends
 
 
