@@ -1,10 +1,14 @@
-"""A question's condition on a release ("before Frobd 2.4") in the manual's own wording
-("prior to Frobd 2.4 the default value was 1000s"): the value under the condition is the
-short answer, not the current default the entry states first (issue 22; found on the
-Postfix development set, where postconf.5 writes "prior to Postfix 2.4").
+"""Forms of issue 22, session 11:
+
+* a question's condition on a release ("before Frobd 2.4") in the manual's own wording
+  ("prior to Frobd 2.4 the default value was 1000s"): the value under the condition is
+  the short answer, not the current default the entry states first (found on the Postfix
+  development set, where postconf.5 writes "prior to Postfix 2.4");
+* a file name pattern ("default: test*.txt") is a path-like answer to "which file name
+  pattern" (found on the ninth held-out set, pytest's manual, after its one run).
 
 Constructed text only (the program and its figures are invented). Each test fails on
-main before this change (f9cebf9)."""
+main before this session's changes (f9cebf9)."""
 
 from __future__ import annotations
 
@@ -32,3 +36,12 @@ def test_a_condition_matches_its_relation_and_release_only() -> None:
     assert not qualified(question, "Since Frobd 2.4 the limit is 50 MB.")
     # "in 2026" is the period the question is about, not a release's condition
     assert not qualified("How many tickets were opened in 2026?", "In 2026 it was 40.")
+
+
+def test_a_file_name_pattern_is_the_default_asked_for() -> None:
+    question = "Which file name pattern does frob use by default to pick up its recipe files?"
+    entry = "--recipe-glob=pat Recipe file matching pattern, default: recipe_*.txt"
+    assert short_answer(focus_of(question), entry) == "recipe_*.txt"
+    # a product is no pattern
+    assert short_answer(focus_of("Which file does frob read first?"),
+                        "It reads 2*3.5 lines of frob.conf first.") == "frob.conf"
