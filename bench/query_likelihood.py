@@ -21,7 +21,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,16 +29,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_agent import correct  # noqa: E402
+from replay_harness import distinct, open_kb, run_harness, spy_on_ranking  # noqa: E402
 
-from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
-from kbagent.agent.answer.evidence import gather_units, score_units  # noqa: E402
+from kbagent.agent.answer.evidence import Scored  # noqa: E402
 from kbagent.agent.llm.llama import bundled_model_path  # noqa: E402
-from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result  # noqa: E402
-from kbagent.kb.embedder import load_embedder  # noqa: E402
-from kbagent.kb.ingest import Ingestor  # noqa: E402
-from kbagent.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from kbagent.settings import Settings  # noqa: E402
-from tests.scripted_llm import ScriptedLLM  # noqa: E402
 
 LAMBDAS = (0.1, 0.3, 1.0)
 
@@ -68,23 +61,9 @@ def main() -> None:
         log_z = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
         return float(np.mean(logits[np.arange(len(b)), b] - log_z))
 
-    settings = Settings.load(home=args.home)
-    name = args.kb_dir.resolve().name.replace("_", "-")
-    if not (args.home / "kbs" / name).exists():
-        Ingestor(settings, name, embedder=load_embedder()).run(args.kb_dir)
-    kb = KnowledgeBase(settings, name)
-    ranked: list[list[Any]] = []
-    evidence = grounding_module.Grounding.evidence
-
-    def spy(g: grounding_module.Grounding, question: str | None = None, *a: Any,
-            **kw: Any) -> Any:
-        if question is None and not ranked:
-            cites = list(g.ledger)
-            ranks = {c.n: i for i, c in enumerate(cites)}
-            ranked.append(score_units(g.question, gather_units(cites), ranks, g.vectors))
-        return evidence(g, question, *a, **kw)
-
-    grounding_module.Grounding.evidence = spy  # type: ignore[method-assign]
+    kb = open_kb(args.home, args.kb_dir)
+    ranked: list[list[Scored]] = []
+    spy_on_ranking(ranked)
     hits = {"harness": 0, "likelihood": 0, **{f"+{x}": 0 for x in LAMBDAS}}
     answerable = scored = 0
     seconds = 0.0
@@ -93,12 +72,9 @@ def main() -> None:
         if q.get("kind") in (None, "chit-chat", "unanswerable"):
             continue
         ranked.clear()
-        run_to_result(Agent(ScriptedLLM(["It is in the sources."] * 20), [kb],
-                            AgentConfig(mode="auto", tools="full", short_answer="harness")),
-                      q["question"])
+        run_harness(kb, q["question"])
         answerable += 1
-        units = list({s.unit.text: s for s in (ranked[0] if ranked else [])}.values())
-        units = units[:args.top]
+        units = distinct(ranked[0])[:args.top] if ranked else []
         if not units:
             continue
         started = time.perf_counter()

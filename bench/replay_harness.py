@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_agent import correct, first_sentence  # noqa: E402
 
 from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
-from kbagent.agent.answer.evidence import gather_units, same_text, score_units  # noqa: E402
+from kbagent.agent.answer.evidence import Scored, gather_units, same_text, score_units  # noqa: E402
+from kbagent.agent.events import AgentResult  # noqa: E402
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result  # noqa: E402
 from kbagent.kb.embedder import load_embedder  # noqa: E402
 from kbagent.kb.ingest import Ingestor  # noqa: E402
@@ -53,14 +54,10 @@ def main() -> None:
     ap.add_argument("--ranks", action="store_true",
                     help="where the first gold-holding unit ranks (1, within 3, within 10)")
     args = ap.parse_args()
-    ranked: list[list[str]] = []  # the whole question's units of the current run, best first
+    ranked: list[list[Scored]] = []  # the whole question's ranking of the current run
     if args.ranks:
-        _spy_on_ranking(ranked)
-    settings = Settings.load(home=args.home)
-    name = args.kb or args.kb_dir.resolve().name.replace("_", "-")
-    if not (args.home / "kbs" / name).exists():
-        Ingestor(settings, name, embedder=load_embedder()).run(args.kb_dir)
-    kb = KnowledgeBase(settings, name)
+        spy_on_ranking(ranked)
+    kb = open_kb(args.home, args.kb_dir, args.kb)
     ids = set(args.ids.split(",")) if args.ids else None
     questions = [json.loads(line) for line in args.questions.read_text().splitlines() if line]
     first = short = answerable = refused = abstained = unanswerable = 0
@@ -71,9 +68,7 @@ def main() -> None:
             continue
         ranked.clear()
         t = time.perf_counter()
-        agent = Agent(ScriptedLLM(["It is in the sources."] * 20), [kb],
-                      AgentConfig(mode="auto", tools="full", short_answer="harness"))
-        r = run_to_result(agent, q["question"])
+        r = run_harness(kb, q["question"])
         walls.append(time.perf_counter() - t)
         refused_here = bool(r.abstained)
         if q["kind"] == "unanswerable":
@@ -88,8 +83,8 @@ def main() -> None:
         short += s
         refused += refused_here
         if args.ranks:
-            rank = next((i + 1 for i, text in enumerate(ranked[0][:10] if ranked else [])
-                         if correct(q, text, [])), None)
+            rank = next((i + 1 for i, x in enumerate(distinct(ranked[0])[:10] if ranked else [])
+                         if correct(q, x.unit.text, [])), None)
             for j, limit in enumerate((1, 3, 10)):
                 at_rank[j] += rank is not None and rank <= limit
             print(q["id"], "gold unit at rank", rank or "-")
@@ -103,9 +98,28 @@ def main() -> None:
               f"within 10 {at_rank[2]}")
 
 
-def _spy_on_ranking(ranked: list[list[str]]) -> None:
-    """Record, once per run, the units ranked for the whole question (the final turn's
-    first ``Grounding.evidence()`` call) as distinct texts, best first."""
+def open_kb(home: Path, kb_dir: Path, kb: str = "") -> KnowledgeBase:
+    """The KB of ``kb_dir`` in ``home`` (named ``kb``, default the folder's name), ingested
+    the first time."""
+    settings = Settings.load(home=home)
+    name = kb or kb_dir.resolve().name.replace("_", "-")
+    if not (home / "kbs" / name).exists():
+        Ingestor(settings, name, embedder=load_embedder()).run(kb_dir)
+    return KnowledgeBase(settings, name)
+
+
+def run_harness(kb: KnowledgeBase, question: str) -> AgentResult:
+    """``question`` through the real agent (auto mode, full tools, the harness's short
+    answers) with a scripted model that says nothing useful."""
+    agent = Agent(ScriptedLLM(["It is in the sources."] * 20), [kb],
+                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
+    return run_to_result(agent, question)
+
+
+def spy_on_ranking(ranked: list[list[Scored]]) -> None:
+    """From now on, record into ``ranked`` (cleared by the caller before each run) the
+    units ranked for the whole question: the final turn's first ``Grounding.evidence()``
+    call, every unit gathered, best first."""
     evidence = grounding_module.Grounding.evidence
 
     def spy(g: grounding_module.Grounding, question: str | None = None, *args: object,
@@ -113,12 +127,22 @@ def _spy_on_ranking(ranked: list[list[str]]) -> None:
         if question is None and not ranked:
             cites = list(g.ledger)
             ranks = {c.n: i for i, c in enumerate(cites)}
-            scored = score_units(g.question, gather_units(cites), ranks, g.vectors)
-            ranked.append(list(dict.fromkeys(s.unit.text for s in scored
-                                             if same_text(s.unit.text))))
+            ranked.append(score_units(g.question, gather_units(cites), ranks, g.vectors))
         return evidence(g, question, *args, **kwargs)  # type: ignore[arg-type]
 
     grounding_module.Grounding.evidence = spy  # type: ignore[assignment,method-assign]
+
+
+def distinct(ranked: list[Scored]) -> list[Scored]:
+    """``ranked`` without the later repeats of a unit's words (a line two chunks share)."""
+    seen: set[str] = set()
+    out = []
+    for s in ranked:
+        key = same_text(s.unit.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
 
 
 if __name__ == "__main__":

@@ -205,8 +205,8 @@ _RELATIONS = {"before": "before|prior to|until|earlier than|up to",
 _RELATION_OF = {w: k for k, ws in _RELATIONS.items() for w in ws.split("|")}
 # what may stand between a condition and the value it qualifies: "prior to Postfix 2.4
 # the default value was 1000s", "as of 2.11, the limit is 100 days"
-_LINK = re.compile(r"(?:[,:]?\s*(?:the\s+)?(?:default(?:\s+value)?|value|limit)\s+"
-                   r"(?:was|is|became|becomes|changed to)\b|:)?", re.I)
+_LINK = re.compile(r"[,:]?\s*(?:the\s+)?(?:default(?:\s+value)?|value|limit)\s+"
+                   r"(?:was|is|became|becomes|changed to)\b|:", re.I)
 
 
 def qualified(question: str, sentence: str) -> list[int]:
