@@ -67,8 +67,19 @@ def first_sentence(answer: str) -> str:
     m = re.search(r"\[\d+\][.;:,]?", answer)
     end = re.search(r"[.!?](?:\s|$)", answer)
     if m and (end is None or m.start() <= end.end() + 1 or "\u201c" in answer[:end.end()]):
+        # a question of several parts leads with their short answers in one sentence,
+        # "3.6 [1]; 2.7 [1].", as the issue's "20 days a year; up to 5 unused days carry
+        # over [1]": the sentence goes on while a "; " follows a marker
+        while m.group().endswith(";") and (
+                more := _NEXT_PART.match(answer, m.end())) is not None:
+            m = more
         return answer[:m.end()]
     return answer[:end.end()] if end else answer
+
+
+# the next part's short answer after "; ": a few words (no sentence end, no quote; the
+# point of "2.7" is no end) and its marker
+_NEXT_PART = re.compile(r" (?:[^.!?\u201c\[]|[.](?=\S)){1,80}?\[\d+\][.;:,]?")
 
 
 def fact_first(q: dict, answer: str) -> bool | None:

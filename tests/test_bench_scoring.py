@@ -1,7 +1,7 @@
 """The sample-question scorer of bench/bench_agent.py: BENCHMARKS' "correct" counts
 depend on it, so its normalisation is checked on the cases that matter."""
 
-from bench.bench_agent import correct
+from bench.bench_agent import correct, fact_first, first_sentence
 
 
 def _q(answer: str, kind: str = "factoid") -> dict:
@@ -31,3 +31,17 @@ def test_unanswerable_and_chit_chat() -> None:
     assert not correct(_q("", "unanswerable"), "The password is 12345678.", [])
     assert correct(_q("", "chit-chat"), "Hello! I am kbagent.", [])
     assert not correct(_q("", "chit-chat"), "Hello!", ["search"])
+
+
+def test_the_first_sentence_of_an_answer_in_parts_holds_every_part() -> None:
+    # "3.6 [1]; 2.7 [1]." leads a two-part answer: one sentence, as the reader sees it
+    # (it used to end at the first marker, so the second part never counted as first)
+    answer = ("3.6 [1]; 2.7 [1]. Which Python versions did they require? 3.6 [1]. "
+              "changelog.html says: \u201cPython 2.7 support dropped\u201d [1]")
+    assert first_sentence(answer) == "3.6 [1]; 2.7 [1]."
+    # a quoted sentence after the short answer is not part of it
+    assert first_sentence("128 [1]. a.html says: \u201cmaxsize 128\u201d [1]") == "128 [1]."
+    assert first_sentence("a.html says: \u201cIt is 5. Or 6.\u201d [2]; more") == (
+        "a.html says: \u201cIt is 5. Or 6.\u201d [2];")
+    assert not fact_first(_q("2.7", "composite"), "3.6 [1]. b.html says: \u201c2.7\u201d [1]")
+    assert fact_first(_q("2.7", "composite"), answer)

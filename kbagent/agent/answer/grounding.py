@@ -149,7 +149,8 @@ class Grounding:
           identifying numbers the question names ("ticket 58817", "Edge OS 3.3"), and
           cover its words
           (those the sources hold, rarity-weighted, the focus weighing more). A word of
-          the question that no readable chunk holds is a paraphrase ("roll over" for
+          the asking sentence that no readable chunk holds (the story told before it
+          need not be in the sources: "We're in Germany...") is a paraphrase ("roll over" for
           "carry over") only where the unit is close in meaning to the question (the
           sentence embedder); otherwise it is what the sources do not cover ("dental"
           in "which dental insurance provider"). A unit very close in meaning covers
@@ -176,8 +177,10 @@ class Grounding:
         # the noun a "how many" counts may be the user's word for the sources' ("how
         # many iterations" for "hash rounds"): a unit that gives a number answers it
         counted = content_tokens(f.unit) if f.answer_type in VALUE_TYPES else set()
+        # (only the sentence that asks: "We're in Germany and the PDF is not A4. What
+        # page format ...?" tells a story the sources need not hold, then asks)
         unknown = [w for w in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]{2,}",
-                                                       self.question))
+                                                       asking_sentence(self.question)))
                    if {t for t in content_tokens(w) & f.terms if len(t) > 1} - tokens - counted
                    and (self.mentioned is None or not self.mentioned(w))]
         # identifying numbers: a ticket, a model, a version ("58817", "KE-400", "3.3")
