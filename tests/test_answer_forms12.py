@@ -5,7 +5,14 @@
   of the story that no chunk holds does not make the harness refuse (found on the
   Sphinx and pytest development sets: "We're in Germany and the PDF ...", "Before
   writing my own helper I'd like to know how many ... the catalogue ... lists. How many
-  are there?").
+  are there?");
+* a table row of several "label: value" cells gives the value whose label names more of
+  what is asked ("min. Python version: 3.7+" over "pytest version: 7.1+" for "the
+  minimum Python version"; the ninth development set, pytest);
+* a ``--help`` listing, in a code block or in a chunk cut from one, is read one option
+  a unit with its description's indented lines ("--debug=[DEBUG_FILE_NAME]" / "...
+  Default: pytestdebug.log."), and a file name ending a sentence ("Default: x.log.") is
+  a path (pytest's reference page).
 
 Constructed text only (the program and its figures are invented). Each test fails on
 main before this session's changes (91b937b)."""
@@ -13,8 +20,12 @@ main before this session's changes (91b937b)."""
 from __future__ import annotations
 
 from kbagent.agent.answer.evidence import SentenceVectors
+from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.grounding import Grounding
+from kbagent.agent.answer.short import short_answer
+from kbagent.agent.answer.units import UnitKind, units_of
 from kbagent.kb.embedder import load_embedder
+from tests.agent_runs import cite
 from tests.test_answer_forms9 import _ledger
 
 SMTP_PAGES = {
@@ -42,3 +53,47 @@ def test_a_story_word_the_sources_lack_does_not_make_it_refuse() -> None:
     # the same words in the sentence that asks are what the sources do not cover
     assert _silent("How many recipients of our weekly newsletter does the smtp transport "
                    "list in one transaction by default?") is not None
+
+
+def test_the_cell_whose_label_names_more_of_the_focus_gives_the_value() -> None:
+    row = "frobd version: 7.1+; min. Python version: 3.7+"
+    question = ("Our build servers still have an old interpreter. What is the minimum "
+                "Python version the current frobd release needs?")
+    assert short_answer(focus_of(question), row) == "3.7"
+    assert short_answer(focus_of("Which frobd version is it for?"), row) == "7.1"
+    # a period in the question ("Q3") names no cell: every cell of the row is the period's
+    row = "Driver: Q3 2026 gross margin; Q3 impact ($K): +586 net; Margin impact: 66.2%"
+    assert short_answer(focus_of("What was Frobco's gross margin in Q3 2026?"), row) == "66.2%"
+
+
+# the middle of `frobd --help` as a chunk holds it: cut from its code block (no fence)
+HELP = """  -h, --help            Show help message and configuration info
+  -p name               Early-load given plugin module name or entry point
+                        (multi-allowed). To avoid loading of plugins, use
+                        the no: prefix.
+  --trace-config        Trace considerations of conftest files
+  --debug=[DEBUG_FILE_NAME]
+                        Store internal tracing debug information in this log
+                        file. This file is opened with 'w' and truncated as
+                        a result, care advised. Default: frobdebug.log.
+  -o OVERRIDE_INI, --override-ini=OVERRIDE_INI
+                        Override ini option with "option=value" style.
+"""
+
+
+def test_a_help_listing_is_read_one_option_a_unit() -> None:
+    for text in (HELP, f"Options:\n\n```\n{HELP}```\n"):
+        units = {u.text.split(":")[0]: u for u in units_of(cite(text, "usage.md"))}
+        debug = units["--debug=[DEBUG_FILE_NAME]"]
+        assert debug.kind is UnitKind.DEFINITION
+        assert debug.text.endswith("care advised. Default: frobdebug.log.")
+        assert units["-p name"].text.endswith("To avoid loading of plugins, use the no: prefix.")
+        assert "-o OVERRIDE_INI, --override-ini=OVERRIDE_INI" in units
+        question = "I ran frobd with --debug and no file name; which file do I send them?"
+        assert short_answer(focus_of(question), debug.text) == "frobdebug.log"
+
+
+def test_a_file_name_ending_a_sentence_is_a_path() -> None:
+    focus = focus_of("I ran frobd with --trace and no file name; which file do I send them?")
+    assert short_answer(focus, "Tracing information goes to frobtrace.log.") == "frobtrace.log"
+    assert short_answer(focus, "Traces are kept, e.g. for a week.") is None

@@ -99,9 +99,12 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                 r"(?:/[\w.@+-]*)*|"
                                 # a relative path: "logs/error_log" (not "and/or", "KiB/s")
                                 r"(?<![\w/])(?!and/|or/)[a-z_][\w.-]*(?:/[\w.@+-]{2,})+|"
-                                r"\b[\w-]+\.(?:[a-z]{1,5})\b(?=[\s,;:)\"'`]|$)|"
+                                # a file name, also at a sentence's end ("Default: x.log.")
+                                r"\b(?!e\.g\b|i\.e\b)[\w-]+\.(?:[a-z]{1,5})\b"
+                                r"(?=[\s,;:)\"'`]|\.(?:\s|$)|$)|"
                                 # a file name pattern: "test*.txt", "*.rst", "test_?.py"
-                                r"(?<![\w*?])[\w-]*[*?][\w*?-]*\.[a-z*]{1,5}(?=[\s,;:)\"'`]|$)|"
+                                r"(?<![\w*?])[\w-]*[*?][\w*?-]*\.[a-z*]{1,5}"
+                                r"(?=[\s,;:)\"'`]|\.(?:\s|$)|$)|"
                                 r"(?:(?<=\s)|^)-[\w-]+\b|\b[A-Z]:\\[\w\\.-]+"),
     # a manual page's "line_length_limit (2048)": a parameter with its default
     AnswerType.DEFAULT: re.compile(r"\bdefaults?\b|\bby default\b|\w ?= ?[\w\"'.-]|\bunless\b|"

@@ -34,7 +34,9 @@ def stems_of(text: str) -> set[str]:
 
 def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
     """A span in the cell of a table row ("Header: value; ...") whose header is what the
-    question asks about ("Seats: 20" for "how many seats")."""
+    question asks about ("Seats: 20" for "how many seats"); the more of the question's
+    focus the header names, the more ("min. Python version: 3.7+" over "pytest version:
+    7.1+" for "the minimum Python version")."""
     cell_start = max(sentence.rfind("; ", 0, start) + 2, 0) if "; " in sentence else 0
     head = sentence[cell_start:start]
     if ":" not in head:
@@ -47,8 +49,13 @@ def cell_bonus(focus: Focus, sentence: str, start: int) -> float:
     words = content_tokens(header)
     asks_who = focus.question.lower().lstrip().startswith("who")
     if words & focus.terms or (asks_who and "who" in header.lower()):
-        return 0.8
+        # (a period, "Q3", qualifies every cell of the row: it names no cell's quantity)
+        named = {w for w in focus.focus if len(w) > 1 and not _PERIOD_WORD.fullmatch(w)}
+        return 0.8 + 0.1 * len(words & named)
     return 0.0
+
+
+_PERIOD_WORD = re.compile(r"q[1-4]|h[12]|fy\d*|\d+")
 
 
 # the question asks for a bound ("the longest lifetime I can give", "at most how many"),

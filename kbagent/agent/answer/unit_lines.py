@@ -1,6 +1,7 @@
 """Lines of evidence units (``answer/units.py``): which lines are table rows, their
 cells, a header row's forms (label/value pairs, key/value rows), whether a row is alone
-(an entry's line, no table's header), and prose cut into sentences."""
+(an entry's line, no table's header), whether a line goes on with the one before, the
+entries of a ``--help`` listing, and prose cut into sentences."""
 
 from __future__ import annotations
 
@@ -150,3 +151,53 @@ def starts_in_code(lines: list[str]) -> bool:
 
 
 _PROSE = re.compile(r"[A-Za-z]\w*(?:\s+\S+){3,}[.:!?]\s*$")  # four words or more, ended
+
+
+_GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
+# a name's last word ends the line's first piece ("Fritzvold. This ..."), not "Windows support"
+_CAPITAL_START = re.compile(r"\s*[A-Z][\w'’-]*[.,;:](?:\s|$)")
+_WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
+                        r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
+# a list of settings, one a line: "tcp_keepalive_time = 600 seconds" / "tcp_keepalive_probes = 5"
+SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
+
+
+def continues(previous: str, line: str) -> bool:
+    """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
+    a paragraph's source line breaks: "... when the current source code" / "cannot be
+    tested.")"""
+    if BLOCK_START.match(line) or OPEN_END.search(previous) is None or SETTING.match(line):
+        return False
+    # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
+    # a line that ends on a function word, or on a name after one, is not done
+    return _GOES_ON.match(line) is not None or (
+        _CAPITAL_START.match(line) is not None and _WORD_OPEN.search(previous) is not None)
+
+
+def indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+# an option of a --help listing, indented a little: "  -p name    Early-load ...",
+# "  -h, --help   Show help ...", or the option alone ("  --debug=[DEBUG_FILE_NAME]")
+_HELP_OPTION = re.compile(r"( {1,8})(-{1,2}[A-Za-z0-9]\S*(?: \S+)*?)(?: {2,}(\S.*?))?\s*$")
+HELP_GAP = 8  # a description line is indented at least this far past its option
+
+
+def help_entry(line: str) -> tuple[str, str, int] | None:
+    """An option of a ``--help`` listing in a code block: the option, the start of its
+    description on the same line ("" when it starts on the next) and the column the
+    description's lines are indented to (at least)."""
+    m = _HELP_OPTION.fullmatch(line.rstrip())
+    if m is None:
+        return None
+    first = m.group(3) or ""
+    column = m.start(3) if first else len(m.group(1)) + HELP_GAP
+    return m.group(2), first, column
+
+
+def help_goes_on(line: str, column: int) -> bool:
+    """Is ``line`` a line of a --help entry's description indented to ``column`` (0:
+    no entry is open)?"""
+    return bool(column and line.strip()) and indent(line) >= column and not (
+        line.lstrip().startswith("-"))

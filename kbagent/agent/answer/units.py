@@ -37,10 +37,14 @@ from kbagent.agent.answer.unit_lines import (
     DEFAULT_CELL,
     DEFAULT_NOTE,
     DIRECTIVE,
-    OPEN_END,
+    SETTING,
     TABLE_RULE,
     THIS_ENTRY,
     VERSION_NOTE,
+    continues,
+    help_entry,
+    help_goes_on,
+    indent,
     label_row,
     quote_goes_on,
     row_cells,
@@ -58,9 +62,6 @@ _HEADING = re.compile(r"\s*(?:#{1,6}\s|<h[1-6]\b|<caption\b)", re.IGNORECASE)
 _MD_DEFINITION = re.compile(r"^\s{0,3}:\s+(\S.*)$")
 _RST_FIELD = re.compile(r"^\s*:([\w][\w .-]{0,40}):\s+(\S.*)$")
 _TERM_END = re.compile(r"[.!?;,:]$")
-_GOES_ON = re.compile(r"\s*[a-z0-9(\"'$&]")  # a line that starts none
-# a list of settings, one a line: "tcp_keepalive_time = 600 seconds" / "tcp_keepalive_probes = 5"
-_SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
 # a short sentence that goes on with the one before ("The optional user argument
 # specifies which user to use. It defaults to varnish."): one unit with it
 _FOLLOW_UP = re.compile(r"(?:It|Its|This|That|They|These|There)\b")
@@ -69,10 +70,6 @@ LIST_ITEM_WORDS = 12  # a longer unit after a lead-in sentence is prose again, n
 # a command-line option as a definition's term ("-h critbit" / "self-scaling tree ..."):
 # its description may start in lower case
 _OPTION_TERM = re.compile(r"\s*--?[A-Za-z][\w-]*(?:[ =][^\s.]+)?\s*$")
-# a name's last word ends the line's first piece ("Fritzvold. This ..."), not "Windows support"
-_CAPITAL_START = re.compile(r"\s*[A-Z][\w'’-]*[.,;:](?:\s|$)")
-_WORD_OPEN = re.compile(r"\b(?:by|of|the|a|an|and|or|to|with|from|in|on|at|for|as|than|"
-                        r"is|are|was|were|called|named)(?:\s+[A-Z][\w'’-]*)?\s*$")
 TERM_MAX_CHARS = 80
 DEFINITION_MAX_CHARS = 240  # a longer definition is a unit per sentence, each with its term
 TERM_MAX_WORDS = 8
@@ -118,23 +115,7 @@ def _is_term(text: str) -> bool:
     text = text.strip()
     return (0 < len(text) <= TERM_MAX_CHARS and len(text.split()) <= TERM_MAX_WORDS
             and not _TERM_END.search(text) and not BLOCK_START.match(text)
-            and not _SETTING.match(text))  # "tcp_keepalive_time = 600 seconds" says a value
-
-
-def _continues(previous: str, line: str) -> bool:
-    """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
-    a paragraph's source line breaks: "... when the current source code" / "cannot be
-    tested.")"""
-    if BLOCK_START.match(line) or OPEN_END.search(previous) is None or _SETTING.match(line):
-        return False
-    # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
-    # a line that ends on a function word, or on a name after one, is not done
-    return _GOES_ON.match(line) is not None or (
-        _CAPITAL_START.match(line) is not None and _WORD_OPEN.search(previous) is not None)
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
+            and not SETTING.match(text))  # "tcp_keepalive_time = 600 seconds" says a value
 
 
 class _Cutter:
@@ -204,7 +185,7 @@ class _Cutter:
             # "tcp_keepalive_time = 600 seconds") are read with it
             # (a full sentence after the list is prose again: "The queue is on disk.")
             item = len(piece.split()) <= LIST_ITEM_WORDS and (
-                _SETTING.match(piece) is not None or not piece.rstrip().endswith("."))
+                SETTING.match(piece) is not None or not piece.rstrip().endswith("."))
             lead = self.lead if item else ""
             self.lead = lead
             if not self.term and self.defined and VERSION_NOTE.match(piece):
@@ -273,12 +254,32 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
     pending_term = ""  # an HTML line that may be a <dt> (if a description follows)
     # inside a fenced code block: each line a unit, a "# comment" no heading
     fenced = starts_in_code(lines)
+    help_column = 0  # in a --help listing: how far its description lines are indented
 
     for i, line in enumerate(lines):
         if FENCE.match(line):
             cut.flush()
             fenced, pending_term = not fenced, ""
             continue
+        # a --help listing (in a code block, or a chunk cut from one): an option and its
+        # description's lines under it are one entry ("--debug=FILE" / "Default: x.log.")
+        if help_goes_on(line, help_column):
+            if cut.term:
+                cut.para.append(line.strip())
+            else:  # the option alone on its line: its description starts here
+                cut.define(cut.para[0].strip(), line.strip())
+            continue
+        entry = help_entry(line)
+        if entry is not None and (fenced or help_column or (
+                i + 1 < len(lines) and help_goes_on(lines[i + 1], entry[2]))):
+            cut.flush()
+            help_column = entry[2]
+            if entry[1]:
+                cut.define(entry[0], entry[1])
+            else:
+                cut.para.append(line)
+            continue
+        help_column = 0
         if fenced:
             cut.flush()
             if line.strip():
@@ -370,12 +371,12 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
         if md_def and len(cut.para) == 1 and _is_term(clean_text(cut.para[0])):
             cut.define(cut.para[0], md_def.group(1))
             continue
-        if (len(cut.para) == 1 and not cut.term and _indent(line) > _indent(cut.para[0])
+        if (len(cut.para) == 1 and not cut.term and indent(line) > indent(cut.para[0])
                 and _is_term(cut.para[0]) and not html):  # reST: term, indented definition
             cut.define(cut.para[0], line)
             continue
         if html:
-            if cut.para and not pending_term and _continues(cut.para[-1], line):
+            if cut.para and not pending_term and continues(cut.para[-1], line):
                 cut.para.append(line)  # a paragraph wrapped in the source: one text
                 continue
             cut.flush()
@@ -386,7 +387,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             nxt = lines[i + 1] if i + 1 < len(lines) else ""
             if _is_term(line) and nxt.strip() and not _is_term(nxt) and not BLOCK_START.match(
                     nxt) and not table_row(nxt) and signature_of(nxt) is None and (
-                    not _continues(line, nxt) or _OPTION_TERM.match(line)):
+                    not continues(line, nxt) or _OPTION_TERM.match(line)):
                 pending_term = line
                 continue
             pending_term = ""
