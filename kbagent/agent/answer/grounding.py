@@ -153,7 +153,10 @@ class Grounding:
           need not be in the sources: "We're in Germany...") is a paraphrase ("roll over" for
           "carry over") only where the unit is close in meaning to the question (the
           sentence embedder); otherwise it is what the sources do not cover ("dental"
-          in "which dental insurance provider"). A unit very close in meaning covers
+          in "which dental insurance provider"), unless such words are at most one in
+          ``LONG_QUESTION_TERMS`` of the question's (a long question is covered
+          without its one odd word: "... with its parameters shuffled is cached
+          once?"). A unit very close in meaning covers
           the question whatever its words."""
         if not evidence:
             return ""
@@ -206,7 +209,8 @@ class Grounding:
                 continue
             if s.similarity >= SAME_MEANING:
                 return None
-            if unknown and s.similarity < PARAPHRASE_SIMILARITY:
+            if unknown and s.similarity < PARAPHRASE_SIMILARITY and (
+                    len(unknown) * LONG_QUESTION_TERMS > len(f.terms)):
                 continue
             if s.present + meaning_cover(s.similarity) >= threshold:
                 return None
