@@ -104,6 +104,11 @@ def test_a_help_listing_is_read_one_option_a_unit() -> None:
         assert "-o OVERRIDE_INI, --override-ini=OVERRIDE_INI" in units
         question = "I ran frobd with --debug and no file name; which file do I send them?"
         assert short_answer(focus_of(question), debug.text) == "frobdebug.log"
+    # in source code every line stays a unit of its own (a usage text in a docstring)
+    lines = [u.text for u in units_of(cite(f'USAGE = """\n{HELP}"""\n', "cli.py"))]
+    assert "-p name Early-load given plugin module name or entry point" in lines
+    assert "--trace-config Trace considerations of conftest files" in lines
+    assert "a result, care advised. Default: frobdebug.log." in lines
 
 
 def test_a_file_name_ending_a_sentence_is_a_path() -> None:

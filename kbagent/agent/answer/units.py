@@ -269,7 +269,7 @@ def units_of(c: Citation, raw: str | None = None) -> list[Unit]:
             else:  # the option alone on its line: its description starts here
                 cut.define(cut.para[0].strip(), line.strip())
             continue
-        entry = help_entry(line)
+        entry = None if cut.code else help_entry(line)  # (source code: a line a unit)
         if entry is not None and (fenced or help_column or (
                 i + 1 < len(lines) and help_goes_on(lines[i + 1], entry[2]))):
             cut.flush()
