@@ -9,6 +9,9 @@
   not either ("... so that the same page requested with its parameters shuffled is
   cached once?": the Varnish development set); fewer words, and it still does ("Which
   dental insurance provider ...");
+* a question that opens with a condition of several clauses, "When omfile creates a new
+  log file, and a new directory to put it in, which permission modes ...?", asks what
+  follows them, not for a date (the rsyslog development set);
 * a table row of several "label: value" cells gives the value whose label names more of
   what is asked ("min. Python version: 3.7+" over "pytest version: 7.1+" for "the
   minimum Python version"; the ninth development set, pytest);
@@ -23,7 +26,7 @@ main before this session's changes (91b937b)."""
 from __future__ import annotations
 
 from kbagent.agent.answer.evidence import SentenceVectors
-from kbagent.agent.answer.focus import focus_of
+from kbagent.agent.answer.focus import AnswerType, focus_of
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.short import short_answer
 from kbagent.agent.answer.units import UnitKind, units_of
@@ -115,3 +118,13 @@ def test_a_file_name_ending_a_sentence_is_a_path() -> None:
     focus = focus_of("I ran frobd with --trace and no file name; which file do I send them?")
     assert short_answer(focus, "Tracing information goes to frobtrace.log.") == "frobtrace.log"
     assert short_answer(focus, "Traces are kept, e.g. for a week.") is None
+
+
+def test_a_question_opening_with_a_when_clause_asks_what_follows_it() -> None:
+    # the condition goes on past a comma ("and a new folder to put it in,")
+    asked = focus_of("When frobd creates a new log file, and a new folder to put it in, "
+                     "which permission modes does it give them by default?").answer_type
+    assert asked is not AnswerType.DATE
+    assert focus_of("If I run frobd twice, and the first run fails, how many retries "
+                    "happen?").answer_type is AnswerType.NUMBER
+    assert focus_of("When was frobd 2.0 released?").answer_type is AnswerType.DATE

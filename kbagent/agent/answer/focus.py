@@ -136,11 +136,12 @@ _UNIT_END = frozenset("can could do does did are is were was will would should s
                       "smaller longer shorter bigger higher lower greater older younger "
                       "earlier later".split())
 # a clause before the question proper ("By default, is ...", "If I run X, how many ...",
-# "When neither A nor B is set, how many ..."): it says under what conditions, not what
-# kind of answer is wanted
+# "When neither A nor B is set, how many ...", "When X creates a file, and a folder to put
+# it in, which ..."): it says under what conditions, not what kind of answer is wanted
+_CONDITION = (r"(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|"
+              r"after|before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*")
 _LEAD_CLAUSE = re.compile(
-    r"^(?:(?:by default|out of the box|if|when|whenever|once|with|without|on|in|for|after|"
-    r"before|assuming|given|unless|since|until|while|under)\b[^,?]{0,160},\s*)+"
+    rf"^{_CONDITION}(?:(?:and|or|but)\b[^,?]{{0,160}},\s*|{_CONDITION})*"
     rf"(?=(?:what|which|who|whom|whose|when|where|why|how|{AUX})\b)", re.I)
 _ATTRIBUTES = frozenset(content_tokens(
     "default maximum minimum max min limit size length depth timeout interval threshold "
