@@ -46,3 +46,22 @@ def cite(text: str, path: str, n: int = 1) -> Citation:
     """A citation of ``text`` (its raw lines kept), as a search would return it."""
     return Citation(n, "kb", path, 1, text.count("\n") + 1, clean_text(text), None,
                     "kb_search", raw=text)
+
+
+def silent_reason(pages: dict[str, str], question: str) -> str | None:
+    """Why ``pages`` (path -> text, each a gathered chunk the caller may read) do not
+    answer ``question`` (None: they may), as the final turn judges it: the best units,
+    the real sentence embedder, a word "mentioned" when some page holds it."""
+    from kbagent.agent.answer.citations import CitationLedger
+    from kbagent.agent.answer.evidence import SentenceVectors
+    from kbagent.agent.answer.grounding import Grounding
+    from kbagent.kb.embedder import load_embedder
+
+    ledger = CitationLedger()
+    for path, text in pages.items():
+        ledger.add(kb="docs", path=path, start_line=1, end_line=text.count("\n") + 1,
+                   text=text)
+    pool = " ".join(pages.values()).lower()
+    g = Grounding(question, ledger, mentioned=lambda w: w.lower() in pool,
+                  vectors=SentenceVectors(load_embedder().encode))
+    return g.silent_reason(g.evidence())

@@ -15,15 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.short import short_answer
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.run.clauses import clauses
 from kbagent.kb.embedder import load_embedder
-from tests.agent_runs import ask_one_file, cite
+from tests.agent_runs import ask_one_file, cite, silent_reason
 
 
 def test_a_statement_before_and_is_the_case_not_a_question_of_its_own() -> None:
@@ -70,14 +68,6 @@ def test_a_bound_asked_for_is_the_bound_the_sentence_states() -> None:
                         sentence) == "3600 s"
 
 
-def _ledger(pages: dict[str, str]) -> CitationLedger:
-    ledger = CitationLedger()
-    for path, text in pages.items():
-        ledger.add(kb="docs", path=path, start_line=1, end_line=text.count("\n") + 1,
-                   text=text)
-    return ledger
-
-
 FROBD_PAGES = {
     "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): How "
                   "long Frobd keeps a session in its cache, at most 100 days.",
@@ -88,10 +78,7 @@ FROBD_PAGES = {
 
 def _silent(question: str) -> str | None:
     """Why the three Frobd pages do not answer ``question`` (None: they may)."""
-    text = " ".join(FROBD_PAGES.values()).lower()
-    g = Grounding(question, _ledger(FROBD_PAGES), mentioned=lambda w: w.lower() in text,
-                  vectors=SentenceVectors(load_embedder().encode))
-    return g.silent_reason(g.evidence())
+    return silent_reason(FROBD_PAGES, question)
 
 
 def test_the_release_of_the_documented_program_need_not_be_in_the_pages() -> None:
@@ -194,7 +181,6 @@ def test_the_sentence_that_says_the_questions_phrase_leads() -> None:
             "Any other exit code will abort the probe process.\n"
             "The special exit code 125 should be used when the current source code cannot "
             "be tested.\n")
-    from kbagent.kb.embedder import load_embedder
 
     embedder = load_embedder()
     question = ("Which exit code should a frob probe check return on a run if the code "
