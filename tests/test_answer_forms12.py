@@ -64,6 +64,13 @@ def test_one_word_the_sources_lack_in_a_long_question_does_not_make_it_refuse() 
                    "shuffled?") is not None
 
 
+
+def test_a_word_of_precision_is_not_what_the_sources_must_hold() -> None:
+    for hedge in ("Roughly", "Approximately"):
+        assert _silent(f"{hedge} how many recipients does the smtp transport list in one "
+                       "transaction by default?") is None
+
+
 def test_the_cell_whose_label_names_more_of_the_focus_gives_the_value() -> None:
     row = "frobd version: 7.1+; min. Python version: 3.7+"
     question = ("Our build servers still have an old interpreter. What is the minimum "

@@ -53,7 +53,8 @@ from kbagent.agent.answer.phrasing import (
 QUESTION_WORDS = frozenset(content_tokens(
     "what which who whom whose when where why how many much does do did is are was were "
     "tell me give list show find explain describe please kbagent knowledge base documents "
-    "exactly"))
+    # how precise the answer may be, not what it is about ("Roughly how many ...")
+    "exactly roughly approximately approx nearly"))
 
 MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?")
