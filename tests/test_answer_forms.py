@@ -70,7 +70,7 @@ def test_without_a_thing_the_source_never_mentions_does_not_turn_the_answer():
 def test_a_time_out_in_seconds_is_a_duration_and_its_default_the_answer():
     f = focus_of("What is probetest's default time-out for a test, in seconds?")
     assert f.answer_type is AnswerType.DURATION
-    assert short_answer(f, "Time tests out after this long (default: 60s)") == "60 s"
+    assert short_answer(f, "Time tests out after this long (default: 60s)") == "60s"
 
 
 def test_a_status_code_below_400_is_a_status_code():

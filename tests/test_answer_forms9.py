@@ -65,7 +65,7 @@ def test_a_bound_asked_for_is_the_bound_the_sentence_states() -> None:
                                  "cache?"), sentence) == "100 days"
     # not asked for a bound: the setting's value
     assert short_answer(focus_of("How long is the frob cache timeout set to?"),
-                        sentence) == "3600 s"
+                        sentence) == "3600s"
 
 
 FROBD_PAGES = {

@@ -67,6 +67,10 @@ KIND_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"(?!\s+(?:of\s+)?(?:PTO|off|leave|pass|rate|limit)\b)|"
                 r"\bin (?:which|what) year\b|\bwhen (?:was|were|did|does|is)\b", re.I),
      AnswerType.DATE),
+    # a question that opens asking for a number asks for one, whatever "where ... scripts"
+    # follows ("What number decides where it lands in the loading order ...?")
+    (re.compile(r"^\s*(?:what|which)\s+(?:\w+\s+)?(?:number|count|amount)\b(?!\s+of\s+(?:the\s+)?"
+                r"(?:file|dir|path|folder))|^\s*how many\b", re.I), AnswerType.NUMBER),
     (re.compile(r"\b(?:what|which)\s+(?:\w+\s+){0,2}(?:path|directory|folder|file ?name|"
                 # "what file permissions", "which file size": an attribute, no path
                 r"file(?!\s+(?:permissions?|modes?|size|sizes|owner|ownership|format|type)\b)|"

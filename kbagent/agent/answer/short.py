@@ -240,18 +240,20 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
 def _number_span(text: str, focus: Focus) -> str:
     """A number with its unit; a following word that is not a unit (of the kind asked
     for, or the question's) is dropped: "10 by" -> "10"."""
-    m = re.match(r"((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?)\s?(.*)$", text)
+    m = re.match(r"((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?)(\s?)(.*)$", text)
     if not m:
         return text
-    number, rest = m.group(1), m.group(2)
+    number, gap, rest = m.groups()
     scale = re.match(r"(million|billion|trillion|thousand|hundred)\b\s*", rest, re.I)
     if scale:  # "250 million copies": the magnitude is part of the number
-        number, rest = f"{number} {scale.group(1)}", rest[scale.end():]
+        number, gap, rest = f"{number}{gap}{scale.group(1)}", " ", rest[scale.end():]
     if not rest:
         return number
     if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
                                              re.I):
-        return f"{number}{rest}" if rest == "%" else f"{number} {rest}"
+        return f"{number}{gap}{rest}"  # as the source spells it: "60s", "2GB", "5 minutes"
+    if not gap and re.fullmatch(r"[A-Za-z]{1,3}", rest):
+        return f"{number}{rest}"  # a unit written onto its number: "70em", "10pt", "450px"
     first = rest.split()[0].lower()
     if first in ARTICLE_WORDS or not first.isalpha():
         return number
