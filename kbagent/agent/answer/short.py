@@ -60,6 +60,7 @@ from kbagent.agent.answer.span_rules import (
     defined_subject,
     no_figure,
     option_flag,
+    other_bound,
     path_kind,
     qualified,
     stems,
@@ -70,6 +71,7 @@ MAX_WORDS = 8  # a short answer is at most this many words
 # kinds of answer known by their form (a default's value must have it too)
 _FORMED = (AnswerType.VERSION, AnswerType.DATE, AnswerType.PATH, AnswerType.ERROR)
 QUALIFIED = 2 * DEFAULT_STATED + 0.5  # the value under the question's condition
+TIME_FOR_COUNT = 0.6  # a time ("18000s") where a count of something else is asked for
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
 _NUMBER_UNIT = re.compile(
@@ -105,8 +107,8 @@ class Span:
 
 def _clean(span: str) -> str:
     span = _LEAD.sub("", _TRAIL.sub("", span))
-    span = re.sub(r"^(?:(?:is|are|was|were|set|to|be|of|at|as|the|an?)\s+)+", "", span,
-                  flags=re.I)
+    span = re.sub(r"^(?:(?:is|are|was|were|set|to|be|of|at(?!\s+(?:least|most)\b)|as|the|an?)"
+                  r"\s+)+", "", span, flags=re.I)  # ("at least 300s" keeps its "at")
     if span.count("(") > span.count(")"):
         span = span.split("(")[0].rstrip()
     return span.strip("`")
@@ -282,6 +284,10 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
     out: list[Span] = []
     qwords = content_tokens(focus.question)
     after = qualified(focus.question, sentence)
+    off_bound = other_bound(focus, sentence) if t in _NUMERIC else 0.0
+    # "How many errors will it put up with?" counts errors: a time ("18000s") is no count
+    counted = t is AnswerType.NUMBER and bool(focus.unit) and not re.fullmatch(
+        rf"{TIME_UNITS}|{SIZE_UNITS}", focus.unit, re.I)
     subject = (defined_subject(focus, sentence) + class_term(focus, sentence)
                + heading_name(focus, sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
@@ -312,7 +318,9 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
         # ("X defaults to 10": the subject comes first)
         near = min((abs(start - a) + (0 if a <= start else 10) for a in anchors), default=200)
         score = bonus - near / 120.0 - 0.02 * len(words) + cell_bonus(focus, sentence, start) \
-            + bound_bonus(focus, sentence, start)
+            + bound_bonus(focus, sentence, start) - off_bound
+        if counted and TYPE_PATTERNS[AnswerType.DURATION].fullmatch(text):
+            score -= TIME_FOR_COUNT
         end = start + len(raw)
         if t in _NUMERIC and re.search(r"(?:=|\btotal(?: of| is)?:?)\s*$", sentence[:start], re.I):
             score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states

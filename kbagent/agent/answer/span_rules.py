@@ -87,6 +87,36 @@ def bound_bonus(focus: Focus, sentence: str, start: int) -> float:
     return 0.0
 
 
+# the bound a question asks for ("the longest ... wait", "the minimum size") and the bound
+# a sentence is about ("minimal_backoff_time (default: 300s): The minimal time ..."): a
+# setting's name counts, its "_" a word break
+_Q_MOST = re.compile(r"\b(?:longest|largest|biggest|highest|maximum|maximal|max|upper limit|"
+                     r"at most)\b", re.I)
+_Q_LEAST = re.compile(r"\b(?:shortest|smallest|lowest|minimum|minimal|min|lower limit|"
+                      r"at least)\b", re.I)
+_S_MOST = re.compile(r"(?<![a-z])(?:longest|largest|biggest|highest|maximum|maximal|max|"
+                     r"upper|at most)(?![a-z])", re.I)
+_S_LEAST = re.compile(r"(?<![a-z])(?:shortest|smallest|lowest|minimum|minimal|min|lower|"
+                      r"at least)(?![a-z])", re.I)
+OTHER_BOUND = 0.8  # a sentence about the other bound than the one asked for
+
+
+def other_bound(focus: Focus, sentence: str) -> float:
+    """How much lower the spans of ``sentence`` rank because it is about the opposite
+    bound of the one the question asks for: "What is the longest Postfix will wait
+    between two retries?" is not answered by "minimal_backoff_time (default: 300s): The
+    minimal time between attempts ..." (but by its maximal sibling). 0.0 when the
+    question asks for no bound or the sentence names both."""
+    q = focus.question
+    if _Q_MOST.search(q) and not _Q_LEAST.search(q):
+        wrong, right = _S_LEAST, _S_MOST
+    elif _Q_LEAST.search(q) and not _Q_MOST.search(q):
+        wrong, right = _S_MOST, _S_LEAST
+    else:
+        return 0.0
+    return OTHER_BOUND if wrong.search(sentence) and not right.search(sentence) else 0.0
+
+
 # a lower-case hyphenated name after "named"/"called" (a version placeholder left out)
 # ("the so-called man-in-the-middle attack" names nothing: a phrase of function words)
 NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on|to|and|or|for)-)"
