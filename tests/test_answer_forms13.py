@@ -67,9 +67,11 @@ def test_a_count_of_something_is_no_time() -> None:
     q = focus_of("How many errors will a Frobd daemon put up with before it shuts itself "
                  "down?")
     assert q.unit == "errors"
-    sentence = ("frob_timeout (18000s): How much time a daemon may take; a daemon "
-                "terminates when more than 13 errors happen.")
-    assert short_answer(q, sentence) == "more than 13 errors"
-    timeout = "frob_timeout (18000s): How much time a Frobd daemon may take before it stops."
+    timeout = ("daemon_timeout (18000s): How much time a Frobd daemon process may take to "
+               "handle a request before it is terminated.")
     other = "For safety reasons, a Frobd process will terminate when more than 13 of these happen."
+    assert spans(q, other)[0].text == "more than 13"
     assert spans(q, other)[0].score > spans(q, timeout)[0].score
+    # asked how long, the time is the answer
+    assert short_answer(focus_of("How long may a Frobd daemon take on a request?"),
+                        timeout) == "18000s"
