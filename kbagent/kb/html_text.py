@@ -2,9 +2,11 @@
 
 Tags never reach the index or the model: scripts, styles, navigation and
 other non-content elements are dropped, headings become ``#`` lines, list
-items ``-`` lines, table rows ``a | b`` lines. Each output line remembers the
-source lines it came from, so a citation into an HTML file points at the
-lines a person sees in their editor.
+items ``-`` lines, table rows ``a | b`` lines, and a ``<p>`` wrapped over several
+source lines one line, as a browser shows it (a sentence does not end where its
+source line does: "... conforms to Semantic" / "Versioning 2.0.0"). Each output
+line remembers the source lines it came from (``number`` to ``end``), so a
+citation into an HTML file points at the lines a person sees in their editor.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class _Converter(HTMLParser):
         self._list_depth = 0  # open ul/ol elements
         self._cells = 0
         self._row = False  # inside a <tr> (its end tag may be left out)
+        self._para = False  # inside a <p>: its source line breaks are wrapping, no lines
 
     # --- line buffer -------------------------------------------------------
     def _flush(self) -> None:
@@ -114,10 +117,12 @@ class _Converter(HTMLParser):
             return
         if tag in ("ul", "ol"):
             self._flush()
+            self._para = False
             self._list_depth += 1
             return
         if tag in _JOINED:
             self._flush()
+            self._para = False
             if tag == "tr":  # a new row ends one whose </tr> was left out
                 self._joined = [t for t in self._joined if t != "tr"]
                 self._row = True
@@ -131,6 +136,7 @@ class _Converter(HTMLParser):
             return
         if tag in _BLOCK:
             self._block()
+            self._para = tag == "p"
 
     def _block(self) -> None:
         """A block starts or ends. Inside a table row a cell's paragraphs (Sphinx writes
@@ -179,6 +185,7 @@ class _Converter(HTMLParser):
             self._joined = [t for t in self._joined if t != "tr"]
         if tag in _BLOCK:
             self._block()
+            self._para = False
 
     def handle_data(self, data: str) -> None:
         if self._skip_depth:
@@ -187,7 +194,7 @@ class _Converter(HTMLParser):
         if self._in_title:
             self.title = _WS.sub(" ", (self.title + " " + data)).strip()
             return
-        if (self._joined and not self._pre) or "\n" not in data:
+        if ((self._joined or self._para) and not self._pre) or "\n" not in data:
             if data.strip() or self._parts:
                 self._emit(data.replace("\n", " "), line, line + data.count("\n"))
             return

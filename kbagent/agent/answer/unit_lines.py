@@ -163,9 +163,10 @@ SETTING = re.compile(r"\s*[A-Za-z_][\w.-]*\s*=\s*\S")
 
 
 def continues(previous: str, line: str) -> bool:
-    """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML keeps
-    a paragraph's source line breaks: "... when the current source code" / "cannot be
-    tested.")"""
+    """Does ``line`` go on with the sentence ``previous`` left open? (Extracted HTML joins
+    a ``<p>``'s wrapped lines, but keeps the source line breaks of text outside one, and
+    a KB built before chunker v5 has them too: "... when the current source code" /
+    "cannot be tested.")"""
     if BLOCK_START.match(line) or OPEN_END.search(previous) is None or SETTING.match(line):
         return False
     # "... were written by" / "Cecilie Fritzvold.", "... written by Cecilie" / "Fritzvold.":
