@@ -42,6 +42,13 @@ SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_
 # "by default up to 4 attempts", "by default, 30 seconds": a figure after "by default"
 BY_DEFAULT_NUMBER = re.compile(r"\bby default,?\s+(?:(?:up to|at most|at least|about)\s+)?"
                                r"(?P<v>\d[\d,.]*(?:\s?[A-Za-z%]+)?)", re.I)
+# a sentence that opens on the no-options case states its defaults: "If run with no
+# options, it removes all records that are more than 30 days old."
+NO_OPTIONS = re.compile(r"^\W*(?:if|when)\s+(?:(?:it\s+is\s+|it's\s+)?(?:run|called|invoked|"
+                        r"started|used|given)\s+)?(?:with\s+no|without(?:\s+any)?)\s+(?:options|"
+                        r"arguments|parameters|flags|settings)\b[^,;]*[,;]?|^\W*if\s+no\s+(?:option|"
+                        r"argument|parameter|flag)s?\s+(?:is|are)\s+(?:given|set|passed|specified)"
+                        r"\b[^,;]*[,;]?", re.I)
 # "maxsize=128", "tcp_keepalive_time = 600 seconds": a unit word after the value is its own
 KWARG = re.compile(r"\b(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>[^\s,)]+(?:\s+(?:seconds?|minutes?|"
                    r"hours?|days?|milliseconds?|bytes?|[KMGT]i?B)\b)?)")

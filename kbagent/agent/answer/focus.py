@@ -281,10 +281,16 @@ def _kind(q: str) -> AnswerType:
     return kind
 
 
+# "how many of the most recent health checks": the counted noun follows its determiner
+_HOW_MANY_OF = re.compile(r"\bhow many\s+of\s+(?:the|these|those|its|their|my|our|your)\s+"
+                          r"((?:[a-zA-Z][a-zA-Z-]+\s+){0,3}[a-zA-Z][a-zA-Z-]+)", re.I)
+
+
 def _unit(q: str) -> str:
     """The noun a "how many" question counts ("days"; "files" in "how many database
-    files can ...", "days" in "how many paid days off"), "" when none."""
-    m = _HOW_MANY_UNIT.search(q)
+    files can ...", "days" in "how many paid days off", "checks" in "how many of the
+    most recent health checks"), "" when none."""
+    m = _HOW_MANY_OF.search(q) or _HOW_MANY_UNIT.search(q)
     if m is None:
         return ""
     words: list[str] = []

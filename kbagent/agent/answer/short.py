@@ -24,6 +24,7 @@ from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.defaults import (
     BY_DEFAULT_NUMBER,
     DEFAULT_STATED,
+    NO_OPTIONS,
     asks_default,
     stated_defaults,
 )
@@ -71,7 +72,7 @@ MAX_WORDS = 8  # a short answer is at most this many words
 # kinds of answer known by their form (a default's value must have it too)
 _FORMED = (AnswerType.VERSION, AnswerType.DATE, AnswerType.PATH, AnswerType.ERROR)
 QUALIFIED = 2 * DEFAULT_STATED + 0.5  # the value under the question's condition
-TIME_FOR_COUNT = 0.6  # a time ("18000s") where a count of something else is asked for
+TIME_FOR_COUNT = 1.0  # a time ("18000s") where a count of something else is asked for
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
 _NUMBER_UNIT = re.compile(
@@ -152,6 +153,10 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
         for m in BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
             out.append((_number_span(m.group("v"), focus), m.start("v"),
                         1.0 + DEFAULT_STATED * asks))
+        if asks and (case := NO_OPTIONS.match(sentence)):  # "If run with no options, ...
+            for m in _NUMBER_UNIT.finditer(sentence, case.end()):  # more than 30 days old"
+                if not DOTTED.match(sentence, m.start()):
+                    out.append((_number_span(m.group(), focus), m.start(), 1.0 + DEFAULT_STATED))
     if t is AnswerType.DEFAULT or asks:
         out += stated_defaults(focus, sentence, asks)
         if t is AnswerType.DEFAULT:
