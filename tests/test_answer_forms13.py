@@ -134,3 +134,43 @@ def test_a_sentence_on_the_no_options_case_states_the_default() -> None:
     assert spans(q, no_options)[0].score > spans(q, elsewhere)[0].score - 0.3
     # a sentence about some option's case states no default
     assert spans(q, "If run with -t 7d, it removes records older than 7 days.")[0].score < 1
+
+
+def test_the_word_version_is_no_version() -> None:
+    q = focus_of("I want the buffering setup on some old boxes. What's the oldest Frobd "
+                 "release those sending machines can run for it?")
+    assert q.answer_type is AnswerType.VERSION
+    assert short_answer(q, "So the client system must run Frobd (at least version 3.12.0), "
+                           "while on the server another daemon may run.") == "3.12.0"
+
+
+def test_an_identifier_defined_under_a_heading_that_names_the_class_is_a_member() -> None:
+    q = focus_of("Which environment variable sets the Pygments style Frob uses to highlight "
+                 "code in its output?")
+    entry = "FROB_THEME: Sets a pygment style to use for the code output."
+    under = spans(q, entry, context="reference.html Reference > Environment Variables")
+    assert [x.text for x in under][:1] == ["FROB_THEME"]
+    # under another heading the label is no answer; nor is a label that is no identifier
+    assert spans(q, entry, context="reference.html Reference > Syntax highlighting") == []
+    assert spans(q, "Note: Sets a pygment style to use for the code output.",
+                 context="reference.html Environment Variables") == []
+    # an identifier that opens a sentence is a name, not a capitalised first word
+    other = focus_of("Which environment variable takes precedence over FORCE_COLOR?")
+    assert short_answer(other, "PY_COLORS takes precedence over FORCE_COLOR.") == "PY_COLORS"
+
+
+def test_a_thing_never_set_or_left_unless_configured_asks_for_its_default() -> None:
+    never = focus_of("I build the CHM help output and never gave it a name in frob.conf. What "
+                     "will the generated help project files be called?")
+    assert "default" in never.terms
+    entry = "frobhelp_basename: Output file base name for HTML help builder. Default is 'frobdoc'."
+    assert short_answer(never, entry) == "frobdoc"
+    unless = focus_of("When I build the plain-text output on a Windows machine, which kind of "
+                      "line breaks do the generated files get unless I configure something?")
+    assert "default" in unless.terms
+    assert short_answer(unless, "'native': use the line ending style of the platform the "
+                                "documentation is built on Default: 'unix'.") == "unix"
+    # a value in single quotes is a name; an apostrophe is none
+    name = focus_of("Which style name does the frob theme use?")
+    assert short_answer(name, "The frob theme uses the style 'sphinxdoc'.") == "sphinxdoc"
+    assert [x.text for x in spans(name, "The users' files don't change when it's rebuilt.")] == []

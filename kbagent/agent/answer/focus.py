@@ -114,7 +114,10 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
     AnswerType.NAME: re.compile(r"(?<![\w.])[A-Z][\w'&.-]*(?:\s+(?:of |the |de |von |van )?"
                                 r"[A-Z][\w'&.-]*)*|`[^`]+`|(?<![\w.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
                                 r"(?![\w-])|(?<![\w.-])[a-z]+\d+(?![\w.-])|\"[^\"\s][^\"]{0,38}\"|"
-                                r"“[^”]{1,40}”"),
+                                r"“[^”]{1,40}”|"
+                                # a value in single quotes ("Default is 'pydoc'"), not an
+                                # apostrophe ("don't", "the users' files")
+                                r"(?<![\w'])'[^'\s][^'\n]{0,38}(?<!\s)'(?![\w'])"),
 }
 
 _YESNO = re.compile(rf"^\s*(?:{AUX})\b", re.I)

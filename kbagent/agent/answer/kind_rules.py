@@ -75,7 +75,8 @@ KIND_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 # "what file permissions", "which file size": an attribute, no path
                 r"file(?!\s+(?:permissions?|modes?|size|sizes|owner|ownership|format|type)\b)|"
                 r"extension|suffix|command|shell|binary|executable|url|endpoint|flag|option|"
-                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed)\b|"
+                r"switch)\b|\bwhere (?:\w+\s+){0,4}(?:stored|kept|saved|written|put|placed|go|goes|"
+                r"end up|ends up|land|lands|live|lives)\b|"
                 r"\bwhere\b.*\b(?:file|folder|directory|log|logs|config|cache|data|socket|"
                 r"database|binary|script)s?\b", re.I), AnswerType.PATH),
     (re.compile(r"\bwhat(?:'s| is| are| was)? (?:the )?(?:defaults?\b|[\w.$-]+ (?:by default|"

@@ -24,13 +24,25 @@ _SEE_BEFORE = re.compile(r"\b(?:[Ss]ee(?: also)?|[Rr]efer to)\s+(?:the\s+)?$")
 _TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
 
 
-def class_term(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
+# a term that is an identifier: "PYTEST_THEME", "html_logo", "--import-mode", "maxSize"
+_IDENTIFIER = re.compile(r"-{0,2}[A-Za-z][\w.-]*(?:_|[a-z][A-Z]|[A-Z]{2})[\w.-]*")
+
+
+def class_term(focus: Focus, sentence: str, context: str = "") -> list[tuple[str, int, float]]:
     """The term of a definition whose text opens by naming the class asked for ("-h
     critbit: self-scaling tree. The default hash algorithm ..." for "which hash
-    algorithm"): a member of it (a leading option flag is no part of its name)."""
+    algorithm"), or an identifier defined under a heading that names it ("PYTEST_THEME:
+    Sets a pygment style ..." under "Environment Variables" for "which environment
+    variable"; ``context``: the unit's path and headings): a member of it (a leading
+    option flag is no part of its name)."""
     term = _TERM_OF.match(sentence) if focus.class_noun else None
-    if term is None or not (stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS]))
-                            & stems(focus.class_noun)):
+    if term is None:
+        return []
+    named = stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS])) & stems(
+        focus.class_noun)
+    under = _IDENTIFIER.fullmatch(term.group(1)) is not None and bool(
+        stems_of(context) & stems(focus.class_noun))
+    if not (named or under):
         return []
     name = re.sub(r"^--?[A-Za-z]\s+", "", term.group(1))
     if name.startswith("-") or len(name.split()) > CLASS_TERM_NAME_WORDS or \

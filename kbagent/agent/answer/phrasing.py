@@ -16,7 +16,8 @@ WH_WORD = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b", re
 DEFAULT_INTENT = re.compile(
     r"\bout of the box\b|\bunless (?:(?:i|you|we|someone|it is|it's|they are|you've|i've)\s+)?"
     r"(?:tell|told|say|said|configure|configured|specify|specified|set|change|changed|"
-    r"ask|asked|choose|chosen|override|overridden)\w*\s+(?:it\s+|so\s+)?otherwise\b|"
+    r"ask|asked|choose|chosen|override|overridden)\w*\s+(?:it\s+|so\s+)?(?:otherwise|"
+    r"something|anything|differently)\b|"
     r"\bwhen (?:i|you|we) (?:pass|give|set|specify|choose) no\b|\bwith no (?:option|flag|"
     r"setting|value)s? (?:given|set|passed|chosen)\b|\bif (?:i|you|we) (?:never|don't|do not) "
     r"(?:set|specify|pass|give|choose|pick|select|provide|change|configure|touch)\b|"
@@ -25,7 +26,10 @@ DEFAULT_INTENT = re.compile(
     r"parameters?|arguments?|settings?|flags?)\b|\bstock (?:settings?|configuration|config|"
     r"values?|options?|parameters?)\b|"
     r"\b(?:is|are)(?: not|n't) (?:set|configured|specified|given)\b|\b(?:i|you|we) "
-    r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b", re.I)
+    r"(?:haven't|have not|didn't|did not) (?:configured|set|specified|changed)\b|"
+    # "I ... and never gave it a name in conf.py": what it is when never set
+    r"\b(?:i|you|we|and) never (?:gave|set|specified|configured|changed|touched|passed|chose|"
+    r"picked|named)\b", re.I)
 AUX = (r"is|are|was|were|does|do|did|can|could|will|would|should|shall|has|have|had|may|"
        r"might|must|isn't|aren't|doesn't|don't|didn't|can't|won't")
 # "What race track hosts ...", "What American company sells ...": a thing named (not

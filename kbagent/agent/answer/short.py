@@ -224,8 +224,10 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
             r"\b(?:what|which|in what|since what)\s+year\b|\bborn in what\b", focus.question, re.I)
         for m in pattern.finditer(sentence):
             text = m.group()
-            if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip():
-                continue  # a sentence's first word is capitalised anyway
+            if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip() and not (
+                    re.search(r"_|[a-z][A-Z]|\d", text)):
+                continue  # a sentence's first word is capitalised anyway (an identifier,
+                # "PYTEST_THEME: Sets a pygment style ...", is a name wherever it stands)
             if t is AnswerType.NAME and _CALENDAR.match(text):
                 continue  # "April 23, 1928" is a date, not a name
             if t is AnswerType.NAME and SHOUTED.fullmatch(text.strip().rstrip(".,;:")):
@@ -235,6 +237,8 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 if year is None:
                     continue
                 text = year.group()
+            if t is AnswerType.VERSION and not re.search(r"\d", text):
+                continue  # "at least version 3.12.0": the word says one follows, no answer
             if t is AnswerType.PATH and not path_kind(focus, text):
                 continue  # "-p" is no directory, "/var/spool" no option
             if t is AnswerType.PATH and text.startswith("-") and (
@@ -293,7 +297,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
     # "How many errors will it put up with?" counts errors: a time ("18000s") is no count
     counted = t is AnswerType.NUMBER and bool(focus.unit) and not re.fullmatch(
         rf"{TIME_UNITS}|{SIZE_UNITS}", focus.unit, re.I)
-    subject = (defined_subject(focus, sentence) + class_term(focus, sentence)
+    subject = (defined_subject(focus, sentence) + class_term(focus, sentence, context)
                + heading_name(focus, sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}
     for raw, start, bonus in _raw_spans(focus, sentence, subject):
