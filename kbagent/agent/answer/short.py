@@ -47,7 +47,6 @@ from kbagent.agent.answer.name_spans import (
 )
 from kbagent.agent.answer.phrasing import WITHOUT, is_there_class
 from kbagent.agent.answer.span_rules import (
-    ARTICLE_WORDS,
     DOTTED,
     ISO_DATE,
     NAMED_AS,
@@ -60,6 +59,7 @@ from kbagent.agent.answer.span_rules import (
     class_near,
     defined_subject,
     no_figure,
+    number_span,
     option_flag,
     other_bound,
     path_kind,
@@ -151,21 +151,21 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
     asks = asks_default(focus, sentence)
     if t in _NUMERIC and t is not AnswerType.DEFAULT:
         for m in BY_DEFAULT_NUMBER.finditer(sentence):  # "by default up to 4 attempts"
-            out.append((_number_span(m.group("v"), focus), m.start("v"),
+            out.append((number_span(m.group("v"), focus), m.start("v"),
                         1.0 + DEFAULT_STATED * asks))
         if asks and (case := NO_OPTIONS.match(sentence)):  # "If run with no options, ...
             for m in _NUMBER_UNIT.finditer(sentence, case.end()):  # more than 30 days old"
                 if not DOTTED.match(sentence, m.start()):
-                    out.append((_number_span(m.group(), focus), m.start(), 1.0 + DEFAULT_STATED))
+                    out.append((number_span(m.group(), focus), m.start(), 1.0 + DEFAULT_STATED))
     if t is AnswerType.DEFAULT or asks:
         out += stated_defaults(focus, sentence, asks)
         if t is AnswerType.DEFAULT:
             # a default is often a number: those spans count too, a little less
             for m in _NUMBER_UNIT.finditer(sentence):
-                out.append((_number_span(m.group(), focus), m.start(), 0.0))
+                out.append((number_span(m.group(), focus), m.start(), 0.0))
             return out
         if t in _NUMERIC:  # a number (or a duration...) is asked for: the value must be one
-            out = [(_number_span(n.group(), focus), start + n.start(), bonus)  # "127.0.0.1
+            out = [(number_span(n.group(), focus), start + n.start(), bonus)  # "127.0.0.1
                    for text, start, bonus in out if (n := next((x for x in _NUMBER_UNIT.finditer(
                        text) if not DOTTED.match(text, x.start())), None))]  # 783": 783
         elif t in _FORMED:  # "since which release ... by default": a default that is no
@@ -194,7 +194,7 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
             unit = re.escape(focus.unit.rstrip("s"))
             if unit and (more := re.match(rf"\s+{unit}\w*", sentence[m.end():], re.I)):
                 text += more.group()  # "33 paid days": the unit after one more word
-            span, at = _number_span(text, focus), m.start()
+            span, at = number_span(text, focus), m.start()
             if unit and re.search(rf"\b{unit}", span, re.I):
                 bonus += 1.0
             qual = _QUALIFIER.search(sentence[:at])
@@ -246,35 +246,6 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
                 text += arg.group()  # "ulimit -s 256": the option with its value
             out.append((text, m.start(), 0.0))
     return out
-
-
-def _number_span(text: str, focus: Focus) -> str:
-    """A number with its unit; a following word that is not a unit (of the kind asked
-    for, or the question's) is dropped: "10 by" -> "10"."""
-    m = re.match(r"((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?)(\s?)(.*)$", text)
-    if not m:
-        return text
-    number, gap, rest = m.groups()
-    scale = re.match(r"(million|billion|trillion|thousand|hundred)\b\s*", rest, re.I)
-    if scale:  # "250 million copies": the magnitude is part of the number
-        number, gap, rest = f"{number}{gap}{scale.group(1)}", " ", rest[scale.end():]
-    if not rest:
-        return number
-    if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
-                                             re.I):
-        return f"{number}{gap}{rest}"  # as the source spells it: "60s", "2GB", "5 minutes"
-    if not gap and re.fullmatch(r"[A-Za-z]{1,3}", rest):
-        return f"{number}{rest}"  # a unit written onto its number: "70em", "10pt", "450px"
-    first = rest.split()[0].lower()
-    if first in ARTICLE_WORDS or not first.isalpha():
-        return number
-    unit = focus.unit.rstrip("s").lower()
-    if unit and first.startswith(unit):
-        return f"{number} {rest}"
-    # a counted noun ("500 terms", "20 days a year"): keep it when the question has it
-    if content_tokens(first) & focus.terms:
-        return f"{number} {rest}"
-    return f"{number} {first}" if first.endswith("s") and len(first) > 3 else number
 
 
 def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import numbers_in
-from kbagent.agent.answer.focus import CALL, SIZE_UNITS, AnswerType, Focus
+from kbagent.agent.answer.focus import CALL, SIZE_UNITS, TIME_UNITS, AnswerType, Focus
 from kbagent.agent.answer.phrasing import CALLED
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
@@ -332,3 +332,32 @@ def own_release(focus: Focus, citations: Iterable[Citation]) -> set[str]:
     subject = cited_common_names(citations)
     return {x for m in _RELEASE.finditer(focus.question) if m.group(1) in focus.named
             and m.group(1).lower() in subject for x in numbers_in(m.group(2))}
+
+
+def number_span(text: str, focus: Focus) -> str:
+    """A number with its unit; a following word that is not a unit (of the kind asked
+    for, or the question's) is dropped: "10 by" -> "10"."""
+    m = re.match(r"((?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?)(\s?)(.*)$", text)
+    if not m:
+        return text
+    number, gap, rest = m.groups()
+    scale = re.match(r"(million|billion|trillion|thousand|hundred)\b\s*", rest, re.I)
+    if scale:  # "250 million copies": the magnitude is part of the number
+        number, gap, rest = f"{number}{gap}{scale.group(1)}", " ", rest[scale.end():]
+    if not rest:
+        return number
+    if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
+                                             re.I):
+        return f"{number}{gap}{rest}"  # as the source spells it: "60s", "2GB", "5 minutes"
+    if not gap and re.fullmatch(r"[A-Za-z]{1,3}", rest):
+        return f"{number}{rest}"  # a unit written onto its number: "70em", "10pt", "450px"
+    first = rest.split()[0].lower()
+    if first in ARTICLE_WORDS or not first.isalpha():
+        return number
+    unit = focus.unit.rstrip("s").lower()
+    if unit and first.startswith(unit):
+        return f"{number} {rest}"
+    # a counted noun ("500 terms", "20 days a year"): keep it when the question has it
+    if content_tokens(first) & focus.terms:
+        return f"{number} {rest}"
+    return f"{number} {first}" if first.endswith("s") and len(first) > 3 else number
