@@ -68,6 +68,11 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     # thanks with what the answer did for the user (session 8)
     ("thanks a lot, that sorted it out", AskMode.DIRECT), ("that did the trick!", AskMode.DIRECT),
     ("thanks, that fixed it, but why does imtcp drop sessions?", AskMode.AGENT),
+    # a greeting with a wish, thanks "a bunch" (session 13: the tenth held-out set's
+    # small talk was searched)
+    ("hey there! hope your day is going well", AskMode.DIRECT),
+    ("perfect, that fixed it. thanks a bunch!", AskMode.DIRECT),
+    ("hope you're well. what is the TTL?", AskMode.RAG),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
     assert multi_hop(question) is None

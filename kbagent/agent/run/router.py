@@ -23,7 +23,7 @@ _PRAISE = r"(?:very |really |so |super )?(?:helpful|useful|great|perfect|nice|go
 _ADDRESS = r"(?:\s+(?:there|kbagent|again|so much|a lot|very much|you|mate|everyone))*"
 _SEGMENT = (
     r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|night|day)|"
-    r"thanks?(?: (?:a lot|so much|very much|again|a million))?"
+    r"thanks?(?: (?:a lot|so much|very much|again|a million|a bunch|heaps|loads|a ton))?"
     r"(?: for (?:the|your|all the|all your) (?:help|answers?|info(?:rmation)?|time))?|"
     r"thank you(?: (?:so much|very much|again))?"
     r"(?: for (?:the|your|all the|all your) (?:help|answers?|info(?:rmation)?|time))?|"
@@ -37,6 +37,10 @@ _SEGMENT = (
     r"|(?:that|this|it|you)(?: has| have|'s)? (?:sorted|fixed|solved|did|worked|helped|works"
     r"|helps)(?: it(?: out)?| the (?:trick|problem|issue)| my problem)?(?: for me)?" +
     r"|how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
+    # well-wishing: "hope your day is going well", "hope you're well"
+    r"(?:i )?hope (?:you(?:'re| are) (?:well|doing well|good|having a (?:good|nice|great) "
+    r"(?:day|week|one))|your (?:day|week) is going (?:well|great|fine|ok)|all is well|"
+    r"you had a (?:good|nice|great) (?:day|weekend|week))|"
     r"help|are you there)" + _ADDRESS)
 _CHITCHAT = re.compile(rf"^\s*(?:{_SEGMENT})(?:(?:\s*[,.!;:)-]+\s*|\s+)(?:and\s+)?"
                        rf"(?:{_SEGMENT}))*[\s!.?,:;)]*$", re.IGNORECASE)
