@@ -46,7 +46,8 @@ KIND_RULES: list[tuple[re.Pattern[str], AnswerType]] = [
                 r"\b(?:what|which)\s+(?:\w+\s+)?(?:reply|response)\s+(?:does|do|will|would)\b"
                 r"[^?]*\b(?:send|return|give)s?\b", re.I),
      AnswerType.ERROR),
-    (re.compile(r"\b(?:what|which)(?:'s)?\s+(?:\w+\s+){0,3}(?:version|release)s?\b(?!\s+(?:prefix|"
+    (re.compile(r"\b(?:what|which)(?:'s|\s+is|\s+was)?\s+(?:the\s+)?(?:\w+\s+){0,3}(?:version|release)s?"
+                r"\b(?!\s+(?:prefix|"
                 r"name|string|tag|key|id|notes?|date|day)\b)|"
                 r"\bsince (?:which|what)(?!\s+(?:year|date|day|month|time)\b)"
                 r"\b|\bversion number\b|\bintroduced in\b", re.I), AnswerType.VERSION),

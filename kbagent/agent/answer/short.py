@@ -84,6 +84,8 @@ _CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Fri
 _QUALIFIER = re.compile(r"\b(more than|fewer than|less than|over|under|about|around|nearly|"
                         r"almost|approximately|up to|at least|at most)\s+$", re.I)
 _DEMONYM = re.compile(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)*(?:an|ese|ish|i|ch)$")
+_OFF = re.compile(r"\b(?:disables?|disabled|disabling|turns? off|turned off|switch(?:es|ed)? off|"
+                  r"deactivate[sd]?)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|without|neither|nor)\b|n't\b", re.I)
 # where a sentence's clauses part (a yes/no is read from one of them)
 _CLAUSES = re.compile(r",?(?<!\s)\s+(?:but|although|though|whereas|however|except that)\s+|"
@@ -368,6 +370,10 @@ def yes_no(focus: Focus, sentence: str) -> str | None:
     negated = _NEGATION.search(said) is not None or any(
         _NEGATION.search(c) and (stems_of(c) & focus.terms) - asked
         for c in clauses if c is not said)
+    # "Recent releases disable checksum validation by default" for "Does it verify
+    # checksums?": switched off is a no, unless the question asks whether it is off
+    if _OFF.search(said) and not _OFF.search(focus.question):
+        negated = not negated
     without = WITHOUT.search(focus.question)
     asked_negative = focus.negated or bool(
         without and stems_of(without.group(1)) & stems_of(said))

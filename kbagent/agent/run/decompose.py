@@ -90,12 +90,25 @@ def _pair(text: str, wording: str = "") -> re.Match[str] | None:
     return None
 
 
+# "which switch ..., and which one ...?": the later clause's "one" is the first's noun
+_WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?P<n>[a-z][\w-]+(?:\s+[a-z][\w-]+){0,2}?)\s+"
+                         r"(?:does|do|did|is|are|was|were|can|could|will|would|should|has|"
+                         r"have|makes?|gets?|sets?|runs?|turns?|skips?|controls?|decides?)\b",
+                         re.IGNORECASE)
+_WHICH_ONE = re.compile(r"^(?P<w>(?:and\s+)?(?:which|what))\s+one\b", re.IGNORECASE)
+_NO_NOUN = frozenset("one ones kind sort type of".split())
+
+
 def parts_of(question: str) -> list[Part]:
     """The parts of ``question`` (one part: not a multi-part question)."""
     clauses = [c.strip(" ?.,") for c in _clauses(question) if c.strip(" ?.,")]
     if not clauses:
         return [Part(question, question)]
     subject = _key_terms(_LEAD_VERB.sub("", clauses[0]))
+    noun = _WHICH_NOUN.search(clauses[0])
+    if noun and not set(noun.group("n").lower().split()) & _NO_NOUN:
+        clauses = clauses[:1] + [_WHICH_ONE.sub(rf"\g<w> {noun.group('n')}", c)
+                                 for c in clauses[1:]]
     parts: list[Part] = []
     for i, clause in enumerate(clauses):
         body = _LEAD_VERB.sub("", clause)
