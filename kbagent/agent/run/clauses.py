@@ -71,3 +71,22 @@ def clauses(question: str) -> list[str]:
         start = m.end()
     out.append(question[start:])
     return out
+
+
+# "which switch ..., and which one ...?": the later clause's "one" is the first's noun
+_WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?P<n>[a-z][\w-]+(?:\s+[a-z][\w-]+){0,2}?)\s+"
+                         r"(?:does|do|did|is|are|was|were|can|could|will|would|should|has|"
+                         r"have|makes?|gets?|sets?|runs?|turns?|skips?|controls?|decides?)\b",
+                         re.IGNORECASE)
+_WHICH_ONE = re.compile(r"^(?P<w>(?:and\s+)?(?:which|what))\s+one\b", re.IGNORECASE)
+_NO_NOUN = frozenset("one ones kind sort type of".split())
+
+
+def which_one(parts: list[str]) -> list[str]:
+    """``parts`` (a question's clauses) with a later clause's "which one" naming the
+    thing the first clause asks about: "which switch makes it run silently", "and which
+    one skips the CRC check" -> "which switch skips the CRC check"."""
+    noun = _WHICH_NOUN.search(parts[0]) if parts else None
+    if noun is None or set(noun.group("n").lower().split()) & _NO_NOUN:
+        return parts
+    return parts[:1] + [_WHICH_ONE.sub(rf"\g<w> {noun.group('n')}", c) for c in parts[1:]]

@@ -28,6 +28,7 @@ from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.short import spans
 from kbagent.agent.run.calc_plan import INVERSE, ITEM, CalcPlan, Operand, calc_plan_of, metric_of
 from kbagent.agent.run.clauses import clauses as _clauses
+from kbagent.agent.run.clauses import which_one
 from kbagent.agent.run.quantities import (
     Compound,
     Measure,
@@ -90,25 +91,13 @@ def _pair(text: str, wording: str = "") -> re.Match[str] | None:
     return None
 
 
-# "which switch ..., and which one ...?": the later clause's "one" is the first's noun
-_WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?P<n>[a-z][\w-]+(?:\s+[a-z][\w-]+){0,2}?)\s+"
-                         r"(?:does|do|did|is|are|was|were|can|could|will|would|should|has|"
-                         r"have|makes?|gets?|sets?|runs?|turns?|skips?|controls?|decides?)\b",
-                         re.IGNORECASE)
-_WHICH_ONE = re.compile(r"^(?P<w>(?:and\s+)?(?:which|what))\s+one\b", re.IGNORECASE)
-_NO_NOUN = frozenset("one ones kind sort type of".split())
-
-
 def parts_of(question: str) -> list[Part]:
     """The parts of ``question`` (one part: not a multi-part question)."""
     clauses = [c.strip(" ?.,") for c in _clauses(question) if c.strip(" ?.,")]
     if not clauses:
         return [Part(question, question)]
     subject = _key_terms(_LEAD_VERB.sub("", clauses[0]))
-    noun = _WHICH_NOUN.search(clauses[0])
-    if noun and not set(noun.group("n").lower().split()) & _NO_NOUN:
-        clauses = clauses[:1] + [_WHICH_ONE.sub(rf"\g<w> {noun.group('n')}", c)
-                                 for c in clauses[1:]]
+    clauses = which_one(clauses)
     parts: list[Part] = []
     for i, clause in enumerate(clauses):
         body = _LEAD_VERB.sub("", clause)
