@@ -28,6 +28,7 @@ from functools import lru_cache
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.kind_rules import EXPLAIN, KIND_RULES
+from kbagent.agent.answer.kind_rules import MEASURE_UNIT as MEASURE_UNIT  # re-exported
 from kbagent.agent.answer.kind_rules import SIZE_UNITS as SIZE_UNITS  # re-exported
 from kbagent.agent.answer.kind_rules import TIME_UNITS as TIME_UNITS  # re-exported
 from kbagent.agent.answer.kind_rules import AnswerType as AnswerType  # re-exported

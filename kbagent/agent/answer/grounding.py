@@ -41,7 +41,7 @@ from kbagent.agent.answer.evidence import (
     score_units,
     units_of,
 )
-from kbagent.agent.answer.focus import SIZE_UNITS, TIME_UNITS, asking_sentence, focus_of
+from kbagent.agent.answer.focus import MEASURE_UNIT, asking_sentence, focus_of
 from kbagent.agent.answer.named import is_code_term, named_things
 from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
@@ -65,7 +65,6 @@ ANSWERABLE_COVERAGE = 0.15
 # A question word no readable chunk holds counts as a paraphrase only in a unit at least
 # this close in meaning to the question (cosine, the KB's sentence embedder); a unit
 # SAME_MEANING close covers the question whatever its words. Among the best COVER_TOP.
-_UNIT_WORD = re.compile(rf"(?:{TIME_UNITS}|{SIZE_UNITS})", re.I)  # "with milliseconds"
 PARAPHRASE_SIMILARITY = 0.53
 SAME_MEANING = 0.8
 COVER_TOP = 3
@@ -219,7 +218,7 @@ class Grounding:
     def _unknown_name(self, word: str, pool: str) -> bool:
         """Is ``word`` (a tool's name in the question) no unit, no ordinary word of the
         embedder's vocabulary, in its singular neither, and held by no readable chunk?"""
-        if _UNIT_WORD.fullmatch(word) or self.is_word is None or self.mentioned is None:
+        if MEASURE_UNIT.fullmatch(word) or self.is_word is None or self.mentioned is None:
             return False
         forms = dict.fromkeys([word, word[:-1] if word.endswith("s") else word])
         return all(f not in pool and self.is_word(f) is False and not self.mentioned(f)

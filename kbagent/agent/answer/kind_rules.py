@@ -28,6 +28,7 @@ class AnswerType(StrEnum):
 TIME_UNITS = (r"(?:milliseconds?|msecs?|ms|microseconds?|us|µs|seconds?|secs?|s|minutes?|mins?|"
               r"hours?|hrs?|h|days?|d|weeks?|months?|years?|yrs?)")
 SIZE_UNITS = r"(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|bits?)"
+MEASURE_UNIT = re.compile(rf"(?:{TIME_UNITS}|{SIZE_UNITS})", re.I)  # a unit of time or size
 
 # (question pattern, answer type): the first that matches wins
 EXPLAIN = re.compile(r"^\s*(?:why|how (?:does|do|did|is|are|can|could|should|would|to)\b)|"

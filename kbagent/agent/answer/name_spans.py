@@ -24,8 +24,8 @@ _SEE_BEFORE = re.compile(r"\b(?:[Ss]ee(?: also)?|[Rr]efer to)\s+(?:the\s+)?$")
 _TERM_OF = re.compile(r"([^\s:][^:]{0,38}):\s+(.+)")
 
 
-# a term that is an identifier: "PYTEST_THEME", "html_logo", "--import-mode", "maxSize"
-_IDENTIFIER = re.compile(r"-{0,2}[A-Za-z][\w.-]*(?:_|[a-z][A-Z]|[A-Z]{2})[\w.-]*")
+# an identifier, no capitalised word: "PYTEST_THEME", "html_logo", "maxSize", "HOME", "md5"
+IDENTIFIER = re.compile(r"[A-Za-z][\w.-]*(?:_|[a-z][A-Z]|[A-Z]{2}|\d)[\w.-]*")
 
 
 def class_term(focus: Focus, sentence: str, context: str = "") -> list[tuple[str, int, float]]:
@@ -40,7 +40,7 @@ def class_term(focus: Focus, sentence: str, context: str = "") -> list[tuple[str
         return []
     named = stems_of(" ".join(term.group(2).split()[:CLASS_TERM_WORDS])) & stems(
         focus.class_noun)
-    under = _IDENTIFIER.fullmatch(term.group(1)) is not None and bool(
+    under = IDENTIFIER.fullmatch(term.group(1)) is not None and bool(
         stems_of(context) & stems(focus.class_noun))
     if not (named or under):
         return []

@@ -29,6 +29,7 @@ from kbagent.agent.answer.defaults import (
     stated_defaults,
 )
 from kbagent.agent.answer.focus import (
+    MEASURE_UNIT,
     MONTH,
     SIZE_UNITS,
     TIME_UNITS,
@@ -38,6 +39,7 @@ from kbagent.agent.answer.focus import (
     in_question,
 )
 from kbagent.agent.answer.name_spans import (
+    IDENTIFIER,
     NAME_PART,
     class_term,
     heading_name,
@@ -227,7 +229,7 @@ def _raw_spans(focus: Focus, sentence: str, defined: list[tuple[str, int, float]
         for m in pattern.finditer(sentence):
             text = m.group()
             if t is AnswerType.NAME and m.start() == 0 and " " not in text.strip() and not (
-                    re.search(r"_|[a-z][A-Z]|\d", text)):
+                    IDENTIFIER.fullmatch(text.strip())):
                 continue  # a sentence's first word is capitalised anyway (an identifier,
                 # "PYTEST_THEME: Sets a pygment style ...", is a name wherever it stands)
             if t is AnswerType.NAME and _CALENDAR.match(text):
@@ -268,8 +270,8 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
     after = qualified(focus.question, sentence)
     off_bound = other_bound(focus, sentence) if t in _NUMERIC else 0.0
     # "How many errors will it put up with?" counts errors: a time ("18000s") is no count
-    counted = t is AnswerType.NUMBER and bool(focus.unit) and not re.fullmatch(
-        rf"{TIME_UNITS}|{SIZE_UNITS}", focus.unit, re.I)
+    counted = t is AnswerType.NUMBER and bool(focus.unit) and not MEASURE_UNIT.fullmatch(
+        focus.unit)
     subject = (defined_subject(focus, sentence) + class_term(focus, sentence, context)
                + heading_name(focus, sentence, context) if t is AnswerType.NAME else [])
     defined = {x for x, _, _ in subject}

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import numbers_in
-from kbagent.agent.answer.focus import CALL, SIZE_UNITS, TIME_UNITS, AnswerType, Focus
+from kbagent.agent.answer.focus import CALL, MEASURE_UNIT, SIZE_UNITS, AnswerType, Focus
 from kbagent.agent.answer.phrasing import CALLED
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
@@ -90,14 +90,10 @@ def bound_bonus(focus: Focus, sentence: str, start: int) -> float:
 # the bound a question asks for ("the longest ... wait", "the minimum size") and the bound
 # a sentence is about ("minimal_backoff_time (default: 300s): The minimal time ..."): a
 # setting's name counts, its "_" a word break
-_Q_MOST = re.compile(r"\b(?:longest|largest|biggest|highest|maximum|maximal|max|upper limit|"
-                     r"at most)\b", re.I)
-_Q_LEAST = re.compile(r"\b(?:shortest|smallest|lowest|minimum|minimal|min|lower limit|"
-                      r"at least)\b", re.I)
-_S_MOST = re.compile(r"(?<![a-z])(?:longest|largest|biggest|highest|maximum|maximal|max|"
-                     r"upper|at most)(?![a-z])", re.I)
-_S_LEAST = re.compile(r"(?<![a-z])(?:shortest|smallest|lowest|minimum|minimal|min|lower|"
-                      r"at least)(?![a-z])", re.I)
+_MOST = re.compile(r"(?<![a-z])(?:longest|largest|biggest|highest|maximum|maximal|max|upper|"
+                   r"at most)(?![a-z])", re.I)
+_LEAST = re.compile(r"(?<![a-z])(?:shortest|smallest|lowest|minimum|minimal|min|lower|"
+                    r"at least)(?![a-z])", re.I)
 OTHER_BOUND = 0.8  # a sentence about the other bound than the one asked for
 
 
@@ -107,13 +103,10 @@ def other_bound(focus: Focus, sentence: str) -> float:
     between two retries?" is not answered by "minimal_backoff_time (default: 300s): The
     minimal time between attempts ..." (but by its maximal sibling). 0.0 when the
     question asks for no bound or the sentence names both."""
-    q = focus.question
-    if _Q_MOST.search(q) and not _Q_LEAST.search(q):
-        wrong, right = _S_LEAST, _S_MOST
-    elif _Q_LEAST.search(q) and not _Q_MOST.search(q):
-        wrong, right = _S_MOST, _S_LEAST
-    else:
-        return 0.0
+    most, least = (_MOST.search(focus.question), _LEAST.search(focus.question))
+    if bool(most) == bool(least):
+        return 0.0  # no bound asked for, or both
+    wrong, right = (_LEAST, _MOST) if most else (_MOST, _LEAST)
     return OTHER_BOUND if wrong.search(sentence) and not right.search(sentence) else 0.0
 
 
@@ -346,8 +339,7 @@ def number_span(text: str, focus: Focus) -> str:
         number, gap, rest = f"{number}{gap}{scale.group(1)}", " ", rest[scale.end():]
     if not rest:
         return number
-    if rest.startswith("%") or re.fullmatch(rf"(?:percent|{TIME_UNITS}|{SIZE_UNITS})", rest,
-                                             re.I):
+    if rest.startswith("%") or rest.lower() == "percent" or MEASURE_UNIT.fullmatch(rest):
         return f"{number}{gap}{rest}"  # as the source spells it: "60s", "2GB", "5 minutes"
     if not gap and re.fullmatch(r"[A-Za-z]{1,3}", rest):
         return f"{number}{rest}"  # a unit written onto its number: "70em", "10pt", "450px"
