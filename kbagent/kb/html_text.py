@@ -20,6 +20,10 @@ _SKIP = {"script", "style", "noscript", "template", "svg", "nav", "head", "ifram
          "canvas", "button", "select", "math"}
 # ARIA landmarks that hold no content of the page: navigation, the search box, the footer
 _SKIP_ROLES = frozenset({"navigation", "search", "contentinfo"})
+# DocBook XSL's chunked output (the Wireshark guides, many GNU and Debian manuals) marks
+# its per-page "Prev | Up | Next | Home" bars with these classes and no role: the same
+# links on every page, whose section numbers ("Next: 6.2. Coding Style") read as facts
+_SKIP_CLASSES = frozenset({"navheader", "navfooter"})
 _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "aside", "ul", "ol",
           "table", "thead", "tbody", "tfoot", "blockquote", "dl", "figure", "form", "hr",
           "address", "details", "summary", "body", "html", "fieldset", "caption"}
@@ -29,6 +33,17 @@ _JOINED = {"h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "dt", "dd", "figcapti
 _VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "col", "area", "base", "source"}
 _WS = re.compile(r"\s+")
 _FENCE_LINE = "```"  # the line before and after a <pre> block's lines, as Markdown fences code
+
+
+def _boilerplate(attrs: list[tuple[str, str | None]]) -> bool:
+    """An element that holds the site's navigation, not the page's content: an ARIA
+    landmark role of :data:`_SKIP_ROLES` or a class of :data:`_SKIP_CLASSES`."""
+    for k, v in attrs:
+        if k == "role" and (v or "").strip().lower() in _SKIP_ROLES:
+            return True
+        if k == "class" and _SKIP_CLASSES.intersection((v or "").lower().split()):
+            return True
+    return False
 
 
 class _Converter(HTMLParser):
@@ -78,8 +93,7 @@ class _Converter(HTMLParser):
                 self._skip_stack.append(tag)
                 self._skip_depth += 1
             return
-        if tag not in _VOID and any(k == "role" and (v or "").strip().lower() in _SKIP_ROLES
-                                    for k, v in attrs):
+        if tag not in _VOID and _boilerplate(attrs):
             # a Sphinx page's sidebar, related-links bars and footer are <div>s marked
             # role="navigation" / "search" / "contentinfo": the same on every page
             self._skip_roots.add(tag)
