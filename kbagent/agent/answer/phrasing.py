@@ -86,7 +86,7 @@ CLASS_NOUNS = frozenset(
 
 _FUNCTION_WORDS = frozenset("is are was were does do did the a an of can could will would "
                             "should has have had may might must".split())
-_GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
+GENERIC_HEADS = frozenset("model type kind name mode format version sort".split())
 # nouns after a class noun that make it an attribute's qualifier ("file permissions")
 # (nouns only: "Which setting limits the number ...": "limits" is the verb)
 _ATTRIBUTE_HEADS = frozenset("permissions permission owner ownership mode modes".split())
@@ -105,7 +105,7 @@ def class_word(question: str) -> str:
             if w.lower().rstrip("s") in CLASS_NOUNS or w.lower() in CLASS_NOUNS:
                 # "GPU model", "hash type": the word before a generic head is the class;
                 # a generic head alone ("the name of the film") names none
-                if w.lower().rstrip("s") in _GENERIC_HEADS:
+                if w.lower().rstrip("s") in GENERIC_HEADS:
                     return words[i - 1] if i else ""
                 return w
     m = _CLASS_WORD.search(question)

@@ -66,6 +66,7 @@ from kbagent.agent.answer.span_rules import (
     other_bound,
     path_kind,
     qualified,
+    range_release,
     stems,
     stems_of,
 )
@@ -78,7 +79,7 @@ TIME_FOR_COUNT = 1.0  # a time ("18000s") where a count of something else is ask
 _NUMERIC = (AnswerType.NUMBER, AnswerType.DURATION, AnswerType.PRICE, AnswerType.PERCENT,
             AnswerType.DEFAULT)
 _NUMBER_UNIT = re.compile(
-    rf"(?<![\w.])(?<![A-Za-z]-)(?<!\w\()(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
+    rf"(?<![\w.])(?<![A-Za-z]-)(?<![A-Za-z]\d-)(?<!\w\()(?:[$€£]\s?)?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent\b|{TIME_UNITS}\b|"
     rf"{SIZE_UNITS}\b|[a-zA-Z][a-zA-Z-]{{1,15}}\b(?:\s(?:a|per|each|every)\s[a-z]+\b)?))?",
     re.IGNORECASE)
 _CALENDAR = re.compile(rf"{MONTH}(?!\w)|(?:Monday|Tuesday|Wednesday|Thursday|Friday|"
@@ -310,6 +311,7 @@ def spans(focus: Focus, sentence: str, common: frozenset[str] = frozenset(),
             score += 0.3  # "20 + 11 + 2 = 33 paid days": the result the sentence states
         if _NOT_BEFORE.search(sentence[max(0, start - 20):start]):
             score -= 0.6  # "INTEGER affinity, not REAL affinity": REAL is not the answer
+        score -= range_release(focus, sentence, start + len(raw))  # "2.6 and earlier"
         if any(0 <= start - e <= 8 for e in after):
             # "(default: 300s; before Postfix 2.4: 1000s)" for "... before 2.4": the value
             # under the question's condition, over the value the source states first

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import numbers_in
 from kbagent.agent.answer.focus import CALL, MEASURE_UNIT, SIZE_UNITS, AnswerType, Focus
-from kbagent.agent.answer.phrasing import CALLED
+from kbagent.agent.answer.phrasing import CALLED, GENERIC_HEADS
 
 WORD = re.compile(r"[A-Za-z0-9_][\w'.-]*")
 ARTICLE_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "to", "of", "and", "or",
@@ -110,6 +110,28 @@ def other_bound(focus: Focus, sentence: str) -> float:
     return OTHER_BOUND if wrong.search(sentence) and not right.search(sentence) else 0.0
 
 
+# a question about a range of releases: a bound, a requirement, a support, a change
+# ("Before I start scripting ..." sets no condition: a relation counts before a release)
+_ASKS_RANGE = re.compile(r"\b(?:old|new|late|earl|young)(?:est|ier|er)\b|\b(?:last|first|minimum|"
+                         r"maximum|min|max|least|most|requir\w*|need\w*|support\w*|compatib\w*|"
+                         r"works? with|runs? on|introduc\w*|remov\w*|deprecat\w*|drop\w*|"
+                         r"still)\b|\b(?:since|until|before|after|prior to|as of|starting (?:with|"
+                         r"from|in)|up to)\s+(?:[A-Za-z][\w.-]*\s+){0,2}v?\d", re.I)
+_RANGE_AFTER = re.compile(r"\s*(?:\+|(?:and|or)\s+(?:earlier|later|older|newer|above|below|"
+                          r"before|after|prior|higher|lower)\b)", re.I)
+RANGE_RELEASE = 0.6
+
+
+def range_release(focus: Focus, sentence: str, end: int) -> float:
+    """How much lower a version ranks that opens a range of releases ("Wireshark 2.6 and
+    earlier enabled ...", "3.8+") when the question asks for one release, no bound or
+    requirement: "which version of the scripting language does it ship" is answered
+    by "an embedded Lua 5.2 interpreter"."""
+    if focus.answer_type is not AnswerType.VERSION or _ASKS_RANGE.search(focus.question):
+        return 0.0
+    return RANGE_RELEASE if _RANGE_AFTER.match(sentence, end) else 0.0
+
+
 # a lower-case hyphenated name after "named"/"called" (a version placeholder left out)
 # ("the so-called man-in-the-middle attack" names nothing: a phrase of function words)
 NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on|to|and|or|for)-)"
@@ -117,10 +139,11 @@ NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on
 # a number that is a factor of a product written out ("12*60*60 seconds")
 _OPERAND_BEFORE = re.compile(r"[*×]\s?$")
 _OPERAND_AFTER = re.compile(r"\s?[*×]")
+_VERSION_BEFORE = re.compile(r"\b(?:version|release|v)\s?$", re.I)  # "version 1.0"
 _PORT_BEFORE = re.compile(r"\bports? $", re.I)  # "on port 514": the port's name
 # a word in capitals that is emphasis or a unit, no name: "NOT", "MB"
 SHOUTED = re.compile(rf"(?:NOT|NO|ALL|ANY|ONLY|MUST|NEVER|ALWAYS|NONE|AND|OR|BUT|DO|DON'T|"
-                     rf"IS|ARE|WILL|CAN|MAY|SHOULD|YES|OK|{SIZE_UNITS})")
+                     rf"IS|ARE|WILL|CAN|MAY|SHOULD|YES|OK|TRUE|FALSE|{SIZE_UNITS})")
 
 
 # a standard's or an algorithm's number is part of its name ("RFC 5077", "ISO 8601")
@@ -131,10 +154,14 @@ STANDARD = re.compile(r"\b(?:RFC|ISO|IEEE|IEC|ECMA|CVE|PEP|JSR|ANSI|POSIX|UTF|SH
 def no_figure(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the number at ``sentence[start:end]`` no figure the question may ask for: a
     factor of a product ("12 hours (12*60*60 seconds)"), an issue's number in a change
-    log ("#7721: html theme: ..."), a port's name ("port 514") unless a port is asked?"""
+    log ("#7721: html theme: ..."), a port's name ("port 514") unless a port is asked, a
+    version ("version 1.0") unless a version or release is?"""
     if _OPERAND_BEFORE.search(sentence[max(0, start - 2):start]) or _OPERAND_AFTER.match(
             sentence, end) or sentence[start - 1:start] == "#":  # "#7721": an issue's number
         return True
+    if "version" not in focus.terms and "releas" not in focus.terms and _VERSION_BEFORE.search(
+            sentence[max(0, start - 12):start]):
+        return True  # "arrived at version 1.0" states no count (nor any figure)
     return "port" not in focus.terms and _PORT_BEFORE.search(sentence[:start]) is not None
 
 
@@ -171,6 +198,9 @@ def class_members(focus: Focus, sentence: str) -> list[tuple[str, int, float]]:
                 out.append((w, prev.start(), -0.3 if plain else 0.0))
         if stems(prev.group()) & wanted and _IDENTIFIER.fullmatch(word.group().rstrip(".")):
             out.append((word.group().rstrip("."), word.start(), 0.2))  # "variable rate-limit"
+    if wanted & _SETTING_CLASSES:  # "switch ui.rtp_player_use_disk1 to TRUE": a setting
+        out += [(m.group(), m.start(), 0.2)  # is named by its identifier
+                for m in _SETTING_NAME.finditer(sentence)]
     if focus.class_noun.lower().rstrip("s") in CALLED:  # "std.querysort(req.url)": by name
         out += [(m.group(1), m.start(1), 0.3) for m in CALL.finditer(sentence)]
     return out
@@ -181,6 +211,11 @@ _CAPITAL_WORD = re.compile(r"(?<![\w.-])[A-Z][A-Za-z0-9]+(?![\w-])")
 _NOT_CLASS_MEMBERS = frozenset("default same other new old this that which each every any "
                                "some no its their your our my his her first last one".split())
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+# the classes whose members are named by an identifier ("gui.prepend_window_title")
+_SETTING_CLASSES = frozenset(content_tokens(
+    "setting parameter preference variable directive property tunable"))
+# an identifier standing alone: no part of a path or a file name ("epan/frob_x/a.txt")
+_SETTING_NAME = re.compile(rf"(?<![\w./\\-])(?:{_IDENTIFIER.pattern})(?![\w/\\-]|\.\w)")
 _LOWER_CASE_CLASSES = frozenset(content_tokens(
     "hash hashing algorithm cipher format encoding protocol mpm strategy backend engine "
     "filter handler module plugin driver scheduler shell editor compression codec tokenizer "
@@ -210,14 +245,23 @@ def cited_common_names(citations: Iterable[Citation]) -> frozenset[str]:
     return common_names(by_doc)
 
 
+_GLOSS_AFTER = re.compile(r"\s*\([^()]{1,40}\)")  # "POD (Plain Old Documentation)"
+
+
 def class_near(focus: Focus, sentence: str, start: int, end: int) -> bool:
     """Is the class the question asks for ("which hash") within two words of the span
-    ("MD5 hashing", "the hash MD5")?"""
+    ("MD5 hashing", "the hash MD5", past a gloss: "POD (Plain Old Documentation)
+    format")?"""
     if not focus.class_noun:
         return False
     wanted = stems(focus.class_noun)
+    # "which markup format": the class is "markup", its generic head counts too
+    head = re.search(rf"\b{re.escape(focus.class_noun)}\s+(\w+)", focus.question, re.I)
+    if head and head.group(1).lower().rstrip("s") in GENERIC_HEADS:
+        wanted |= stems(head.group(1))
     before = sentence[max(0, start - 30):start].split()[-2:]
-    after = sentence[end:end + 30].split()[:2]
+    gloss = _GLOSS_AFTER.match(sentence, end)
+    after = sentence[gloss.end() if gloss else end:][:30].split()[:2]
     inside = sentence[start:end].split()[1:]  # "NVIDIA L40S GPUs" before its trim
     return any(stems(w) & wanted for w in before + after + inside)
 

@@ -104,13 +104,16 @@ _ASKS_INSIDE = re.compile(
     r"per|via|up|about|around|through)\b)[A-Z0-9][^?.!]*?\s(?:what|which|who|"
     r"whom|whose|how many|how much|when|where)\b(?![^?]*[.?!]\s+[A-Z])", re.IGNORECASE)
 # a question about software or asked as its user: a code term (an identifier, a dotted
-# setting, a call, a command-line option) or "I"/"my"/"you" ("can I chain",
+# setting, a call, a command-line option) or "I"/"we"/"my"/"you" ("can I chain",
 # "If I run PRAGMA integrity_check"): documentation, where what the question describes
 # is an attribute or a setting ("the minimum length that core.abbrev ..."), not an
 # entity whose own document must be found first
 _CODE_TERM = re.compile(r"(?<![\w/.-])(?:[A-Za-z]\w*_\w+|[a-z]\w*\.[a-z]\w*|\w+\((?:[^()]{0,40})\)"
                         r"|--?[a-z][\w-]*)")
-_AS_USER = re.compile(r"\b(?:my|me|you|your)\b|\bI(?:'m|'ve|'d)?\s+(?!and\b|or\b)[a-z]")
+# ("We still have a few Windows 7 PCs": a team asks as one user does; "Here We Go
+# Round the Mulberry Bush" is a title)
+_AS_USER = re.compile(r"\b(?:my|me|you|your)\b|\b(?:I|[Ww]e)(?:'m|'re|'ve|'d)?\s+(?!and\b|or\b)"
+                      r"[a-z]")
 _OF_OF = re.compile(r"\bof\s+(?:the|a|an)\s+[^?]*\bof\s+(?:the|a|an)\s+\w", re.IGNORECASE)
 
 
@@ -143,6 +146,17 @@ def documentation_style(question: str) -> bool:
     return bool(_CODE_TERM.search(question) or _AS_USER.search(question))
 
 
+# where a question's sentences part: after a word of two letters or digits ("... in 1945.
+# What ...") and before a capital; not after "St." or "U.S."
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9]{2}[.!?])\s+(?=[A-Z])")
+
+
+def _asking(question: str) -> str:
+    """The last sentence of ``question`` that asks (ends in "?"), else the question."""
+    asking = [x for x in _SENTENCE_END.split(question.strip()) if x.rstrip().endswith("?")]
+    return asking[-1] if asking else question
+
+
 def multi_hop(question: str) -> HopKind | None:
     """``"comparison"`` for a question that compares two named things ("Who is older,
     A or B?", "Were A and B both ...?"), ``"bridge"`` for one about a thing it describes
@@ -152,11 +166,15 @@ def multi_hop(question: str) -> HopKind | None:
         return None
     if pair(question):
         return "comparison"
-    role_of = bool(_ROLE_OF.search(question)) and not (
-        _ROLE_ITSELF.search(question) and not _OF_OF.search(question))
-    if (_DESCRIBED.search(question) or _PARTICIPLE.search(question) or role_of
-            or _ROLE_FIRST.search(question) or _POSSESSIVE.search(question)
-            or _THIS.search(question) or _ASKS_INSIDE.search(question)):
+    # the sentence that asks decides: "Wireshark tagged a packet as a fast retransmission.
+    # One of its conditions is that the last ACK was seen a moment before. Within how many
+    # milliseconds?" describes its setting first, the thing asked about is not described
+    asked = _asking(question)
+    role_of = bool(_ROLE_OF.search(asked)) and not (
+        _ROLE_ITSELF.search(asked) and not _OF_OF.search(asked))
+    if (_DESCRIBED.search(asked) or _PARTICIPLE.search(asked) or role_of
+            or _ROLE_FIRST.search(asked) or _POSSESSIVE.search(asked)
+            or _THIS.search(asked) or _ASKS_INSIDE.search(asked)):
         return "bridge"
     return None
 
