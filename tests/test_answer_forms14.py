@@ -16,6 +16,8 @@
 * a setting asked for is named by its identifier ("ui.rtp_player_use_disk1"), not by
   its value ("FALSE", which is no name at all);
 * a number after "version" is no count ("arrived at version 1.0" for "how many people");
+* an acronym in the story before the question ("one on the DMZ") is not looked for:
+  "it never mentions DMZ" refused a question the sources answer;
 * the sentence that asks decides whether a thing is described ("... One of its
   conditions is that ... Within how many milliseconds?" describes no thing to find
   first), and a question asked as "we" ("We still have a few Windows 7 PCs in the lab.
@@ -35,7 +37,7 @@ from kbagent.agent.answer.span_rules import range_release
 from kbagent.agent.kinds import AskMode
 from kbagent.agent.run.router import multi_hop, route
 from kbagent.kb.html_text import html_to_lines
-from tests.agent_runs import ask_one_file
+from tests.agent_runs import ask_one_file, silent_reason
 
 _DOCBOOK = """<html><head><title>Chapter 10. Scripting</title></head><body>
 <div class="navheader"><table width="100%" summary="Navigation header"><tr>
@@ -143,3 +145,15 @@ def test_a_version_is_no_count() -> None:
     # unless a version is asked for
     v = focus_of("Which version did Frob arrive at in 2008?")
     assert short_answer(v, "In 2008 Frob finally arrived at version 1.0.") == "1.0"
+
+
+def test_an_acronym_in_the_story_is_not_what_is_asked() -> None:
+    pages = {"prefs.md": "You can also pass preference names to Frob and TFrob on the "
+                         "command line. For example, the gui.prepend_window_title can be "
+                         "used to differentiate between different instances of Frob."}
+    q = ("I run two copies of Frob side by side, one on the office LAN and one on the "
+         "DMZ, and I keep mixing up their windows. Which preference can I pass with -o "
+         "to label each one?")
+    assert silent_reason(pages, q) is None
+    # an acronym in the sentence that asks is still looked for
+    assert silent_reason(pages, "Which preference labels the DMZ copy of Frob?") is not None

@@ -76,6 +76,7 @@ _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
 
 
 _ACRONYMS = re.compile(r"\b([A-Z]{2,})s\b")
+_WORD_IN_CAPITALS = re.compile(r"[A-Z]{2,}s?")  # "DMZ", "LANs": an acronym, written as no code
 
 
 def _plain_name(name: str) -> str:
@@ -164,8 +165,8 @@ class Grounding:
         pool = pool_text.lower()
         asked = named_things(asking_sentence(self.question))
         for name in f.named:
-            if name not in asked and not is_code_term(name):
-                continue  # "We're in Germany and the PDF ...": the story, not what is asked
+            if name not in asked and (not is_code_term(name) or _WORD_IN_CAPITALS.fullmatch(name)):
+                continue  # "We're in Germany and the PDF ...", "one on the DMZ": the story
             missing = self._never_mentioned(_plain_name(name), pool)
             if missing:
                 return f"it never mentions \u201c{missing}\u201d"
