@@ -18,6 +18,9 @@
 * a number after "version" is no count ("arrived at version 1.0" for "how many people");
 * an acronym in the story before the question ("one on the DMZ") is not looked for:
   "it never mentions DMZ" refused a question the sources answer;
+* a part of a question that names a thing the sources never mention is not answered
+  from a neighbouring line ("Is there a native build for Apple Silicon Macs, and since
+  which version?" was "Yes; 1.8");
 * the sentence that asks decides whether a thing is described ("... One of its
   conditions is that ... Within how many milliseconds?" describes no thing to find
   first), and a question asked as "we" ("We still have a few Windows 7 PCs in the lab.
@@ -157,3 +160,14 @@ def test_an_acronym_in_the_story_is_not_what_is_asked() -> None:
     assert silent_reason(pages, q) is None
     # an acronym in the sentence that asks is still looked for
     assert silent_reason(pages, "Which preference labels the DMZ copy of Frob?") is not None
+
+
+def test_a_part_about_a_thing_never_mentioned_is_not_answered(tmp_path: Path) -> None:
+    page = ("# Platforms\n\nFrob supports macOS 10.13 and later. Frob 2.6 was the last "
+            "release branch to support Mac OS X 10.6 and 10.7. Frob 1.8 was the last "
+            "release branch to support Mac OS X on PowerPC.\n")
+    final = ask_one_file(tmp_path, "platforms.md", page,
+                         "Is there a native build of Frob for Quantum Silicon Macs, and "
+                         "since which version?")
+    assert final.result.abstained, final.result.answer
+    assert "never mentions" in final.result.answer

@@ -42,7 +42,7 @@ from kbagent.agent.answer.evidence import (
     units_of,
 )
 from kbagent.agent.answer.focus import MEASURE_UNIT, asking_sentence, focus_of
-from kbagent.agent.answer.named import is_code_term, named_things
+from kbagent.agent.answer.named import is_code_term, named_things, plain_name
 from kbagent.agent.answer.phrasing import tool_names
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
 from kbagent.agent.answer.span_rules import own_release
@@ -73,19 +73,8 @@ REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must sh
 QUOTE_CHARS = 260
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
-
-
 _ACRONYMS = re.compile(r"\b([A-Z]{2,})s\b")
 _WORD_IN_CAPITALS = re.compile(r"[A-Z]{2,}s?")  # "DMZ", "LANs": an acronym, written as no code
-
-
-def _plain_name(name: str) -> str:
-    """A named thing as documents write it: no possessive, call parentheses or
-    backticks ("Kestrel's" -> "Kestrel", "lru_cache()" -> "lru_cache")."""
-    name = re.sub(r"(?:'s|\u2019s)$", "", name.strip("`\"'\u201c\u201d "))
-    # "environment=..." is the setting "environment" with its value left out
-    name = re.sub(r"(?:\.\.\.|\u2026)$", "", name)
-    return re.sub(r"\(\)$|=$", "", name).strip()
 
 
 def doc_name(path: str) -> str:
@@ -139,37 +128,30 @@ class Grounding:
         reason), or None when the evidence may answer it. Judged on what is asked, not
         on the question's words:
 
-        * a thing the question names (a product, an API, a setting, a place) that no
-          chunk the caller may read mentions: "it never mentions ..."; a lower-case
-          word where a tool's name goes ("with certbot") that is no ordinary word of
-          the embedder's vocabulary and that no readable chunk holds, likewise; a year
-          it names that nothing gathered mentions;
+        * a thing it asks about that no readable chunk mentions (:meth:`unmentioned`):
+          "it never mentions ..."; a lower-case word where a tool's name goes ("with
+          certbot") that is no ordinary word of the embedder's vocabulary and that no
+          readable chunk holds, likewise; a year it names that nothing gathered holds;
         * else one of the best units must cover the question: hold an answer of the
           kind asked for (a number, a name, a date...), come from a chunk holding the
           identifying numbers the question names ("ticket 58817", "Edge OS 3.3"), and
-          cover its words
-          (those the sources hold, rarity-weighted, the focus weighing more). A word of
-          the asking sentence that no readable chunk holds (the story told before it
-          need not be in the sources: "We're in Germany...") is a paraphrase ("roll over" for
-          "carry over") only where the unit is close in meaning to the question (the
-          sentence embedder); otherwise it is what the sources do not cover ("dental"
-          in "which dental insurance provider"), unless such words are at most one in
-          ``LONG_QUESTION_TERMS`` of the question's (a long question is covered
-          without its one odd word: "... with its parameters shuffled is cached
-          once?"). A unit very close in meaning covers
+          cover its words (those the sources hold, rarity-weighted, the focus weighing
+          more). A word of the asking sentence that no readable chunk holds (the story
+          before it need not be in the sources: "We're in Germany...") is a paraphrase
+          ("roll over" for "carry over") only where the unit is close in meaning to the
+          question (the sentence embedder); otherwise it is what the sources do not
+          cover ("dental" in "which dental insurance provider"), unless such words are
+          at most one in ``LONG_QUESTION_TERMS`` of the question's ("... with its
+          parameters shuffled is cached once?"). A unit very close in meaning covers
           the question whatever its words."""
         if not evidence:
             return ""
         f = focus_of(self.question)
         pool_text = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger)
         pool = pool_text.lower()
-        asked = named_things(asking_sentence(self.question))
-        for name in f.named:
-            if name not in asked and (not is_code_term(name) or _WORD_IN_CAPITALS.fullmatch(name)):
-                continue  # "We're in Germany and the PDF ...", "one on the DMZ": the story
-            missing = self._never_mentioned(_plain_name(name), pool)
-            if missing:
-                return f"it never mentions \u201c{missing}\u201d"
+        missing = self.unmentioned(self.question)
+        if missing:
+            return f"it never mentions \u201c{missing}\u201d"
         for word in tool_names(self.question):  # "with certbot": a name, in lower case
             if self._unknown_name(word.lower(), pool):
                 return f"it never mentions \u201c{word}\u201d"
@@ -214,6 +196,20 @@ class Grounding:
                 continue
             if s.present + meaning_cover(s.similarity) >= threshold:
                 return None
+        return ""
+
+    def unmentioned(self, question: str) -> str:
+        """A thing ``question`` names and asks about (a product, an API, a setting, a
+        place) that no chunk the caller may read mentions, or "" (a part is judged on
+        its own: "Is there a build for Apple Silicon, and since which version?")."""
+        pool = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger).lower()
+        asked = named_things(asking_sentence(question))
+        for name in focus_of(question).named:
+            if name not in asked and (not is_code_term(name) or _WORD_IN_CAPITALS.fullmatch(name)):
+                continue  # "We're in Germany and the PDF ...", "one on the DMZ": the story
+            missing = self._never_mentioned(plain_name(name), pool)
+            if missing:
+                return missing
         return ""
 
     def _unknown_name(self, word: str, pool: str) -> bool:

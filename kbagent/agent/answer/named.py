@@ -51,3 +51,12 @@ def is_code_term(name: str) -> bool:
     """Is ``name`` written as code (``html_js_files``, ``NO_COLOR``, ``maxsize=``)?"""
     m = _CODE_TERM.fullmatch(name)
     return m is not None and bool(m.group(2))
+
+
+def plain_name(name: str) -> str:
+    """A named thing as documents write it: no possessive, call parentheses or
+    backticks ("Kestrel's" -> "Kestrel", "lru_cache()" -> "lru_cache")."""
+    name = re.sub(r"(?:'s|\u2019s)$", "", name.strip("`\"'\u201c\u201d "))
+    # "environment=..." is the setting "environment" with its value left out
+    name = re.sub(r"(?:\.\.\.|\u2026)$", "", name)
+    return re.sub(r"\(\)$|=$", "", name).strip()

@@ -303,6 +303,8 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
             mark = f"{value.text} [{value.unit.n}]"
             s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
             return f"{_lead(part)}{mark}."
+    if g.unmentioned(part.question) or g.unmentioned(part.query):
+        return None  # "... for Apple Silicon Macs?": the sources never mention it
     # the part's own words count twice: the subject it inherits ("days PTO employees" in
     # "does it roll over days PTO employees get") is context, not what this part asks
     ev = g.evidence(f"{part.question} {part.query}", prefer=prefer)
