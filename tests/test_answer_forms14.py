@@ -27,6 +27,11 @@
   What is the newest release that supports them?") is a user's question about the
   documentation, like one asked as "I": no bridge to a second document.
 
+After the eleventh held-out set's one run (ProFTPD): a pre-release letter belongs to its
+release ("1.3.3rc2", not "1.3.3"), and a reference box's "Default: TLSECDHCurve
+prime256v1 Context: ..." states "prime256v1" (the setting's name in capitals first, the
+next field's label after).
+
 Constructed text only (the program and its figures are invented). Each test fails on
 main before this session (60b70e4)."""
 
@@ -171,3 +176,23 @@ def test_a_part_about_a_thing_never_mentioned_is_not_answered(tmp_path: Path) ->
                          "since which version?")
     assert final.result.abstained, final.result.answer
     assert "never mentions" in final.result.answer
+
+
+# After the eleventh held-out set's one run (ProFTPD, now a development set):
+
+
+def test_a_pre_release_letter_belongs_to_the_release() -> None:
+    f = focus_of("Starting with which Frobd release can mod_frob handle implicit FTPS?")
+    assert short_answer(f, "All that said, in Frobd 1.3.3rc2, the mod_frob module was "
+                           "enhanced to support implicit FTPS.") == "1.3.3rc2"
+    assert short_answer(f, "Implicit FTPS came with frobd-1.3.2a.") == "1.3.2a"
+
+
+def test_a_reference_box_default_is_the_value_after_the_setting_name() -> None:
+    f = focus_of("Which elliptic curve does mod_frob use for key exchange when "
+                 "FrobECDHCurve is not set?")
+    box = ("Syntax: FROBECDHCurve curve Default: FROBECDHCurve prime256v1 Context: server "
+           "config, <VirtualHost>, <Global> Module: mod_frob")
+    assert short_answer(f, box.replace("FROBECDHCurve", "FrobECDHCurve")) == "prime256v1"
+    g = focus_of("Which elliptic curve does mod_frob use when FROBECDHCurve is not set?")
+    assert short_answer(g, box) == "prime256v1"

@@ -37,7 +37,8 @@ DEFAULT_VALUE = [
                r"(?P<v>[^\s,;]+(?:\s+[^\s,;]+){0,2})", re.I),
 ]
 # a setting's name before its value: CamelCase or an identifier, then the value
-SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*[_.][\w.]+)"
+SETTING_FIRST = re.compile(r"(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*|"
+                           r"[a-z][a-z0-9]*[_.][\w.]+)"
                            r"\s+(?=\S)")
 # "by default up to 4 attempts", "by default, 30 seconds": a figure after "by default"
 BY_DEFAULT_NUMBER = re.compile(r"\bby default,?\s+(?:(?:up to|at most|at least|about)\s+)?"
@@ -83,6 +84,8 @@ def stated_defaults(focus: Focus, sentence: str, asks: bool) -> list[tuple[str, 
             # "This", no value)
             pieces = re.split(r"[.:!?](?:\s|$)", m.group("v"))
             value, at = pieces[0], m.start("v")
+            if len(pieces) > 1 and m.group("v")[len(value)] == ":":  # "Default: X on
+                value = re.sub(r"\s+[A-Z][\w-]*$", "", value)  # Context: ...": a field's label
             if p is _IS_THE_DEFAULT and len(pieces) > 1:
                 value = pieces[-1]
                 if not value or _PRONOUN.match(value):

@@ -84,7 +84,9 @@ TYPE_PATTERNS: dict[AnswerType, re.Pattern[str]] = {
                                  r"billion))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|"
                                  r"euros?|pounds)\b"),
     AnswerType.PERCENT: re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b|per cent\b)", re.I),
-    AnswerType.VERSION: re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+(?![\w.]?\d)|"
+    # a pre-release or maintenance letter belongs to the release ("1.3.3rc2", "1.3.2a")
+    AnswerType.VERSION: re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+(?:(?:rc|alpha|beta|pre|a|b)"
+                                   r"\d*(?![A-Za-z]))?(?![\w.]?\d)|"
                                    r"\bversion\s+(?=[\w.]*\d)", re.I),
     AnswerType.ERROR: re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Exit)\b|"
                                  r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|\b(?:4\d\d|5\d\d)\b|"
