@@ -110,13 +110,12 @@ def other_bound(focus: Focus, sentence: str) -> float:
     return OTHER_BOUND if wrong.search(sentence) and not right.search(sentence) else 0.0
 
 
-# a question about a range of releases: a bound, a requirement, a support, a change
-# ("Before I start scripting ..." sets no condition: a relation counts before a release)
+# a question about a range of releases: a bound, a requirement, a support, a change (or
+# a release condition, `_CONDITION`: "Before I start scripting ..." sets none)
 _ASKS_RANGE = re.compile(r"\b(?:old|new|late|earl|young)(?:est|ier|er)\b|\b(?:last|first|minimum|"
                          r"maximum|min|max|least|most|requir\w*|need\w*|support\w*|compatib\w*|"
                          r"works? with|runs? on|introduc\w*|remov\w*|deprecat\w*|drop\w*|"
-                         r"still)\b|\b(?:since|until|before|after|prior to|as of|starting (?:with|"
-                         r"from|in)|up to)\s+(?:[A-Za-z][\w.-]*\s+){0,2}v?\d", re.I)
+                         r"still)\b", re.I)
 _RANGE_AFTER = re.compile(r"\s*(?:\+|(?:and|or)\s+(?:earlier|later|older|newer|above|below|"
                           r"before|after|prior|higher|lower)\b)", re.I)
 RANGE_RELEASE = 0.6
@@ -127,7 +126,8 @@ def range_release(focus: Focus, sentence: str, end: int) -> float:
     earlier enabled ...", "3.8+") when the question asks for one release, no bound or
     requirement: "which version of the scripting language does it ship" is answered
     by "an embedded Lua 5.2 interpreter"."""
-    if focus.answer_type is not AnswerType.VERSION or _ASKS_RANGE.search(focus.question):
+    if focus.answer_type is not AnswerType.VERSION or _ASKS_RANGE.search(
+            focus.question) or _CONDITION.search(focus.question):
         return 0.0
     return RANGE_RELEASE if _RANGE_AFTER.match(sentence, end) else 0.0
 
