@@ -73,6 +73,8 @@ def test_comparison_questions_take_the_multi_hop_route(question, things):
     ("hey there! hope your day is going well", AskMode.DIRECT),
     ("perfect, that fixed it. thanks a bunch!", AskMode.DIRECT),
     ("hope you're well. what is the TTL?", AskMode.RAG),
+    # "how's it going" (session 14: the eleventh held-out set's greeting was searched)
+    ("good morning! how's it going?", AskMode.DIRECT), ("hey, what's up?", AskMode.DIRECT),
 ])
 def test_factoids_and_small_talk_are_not_multi_hop(question, mode):
     assert multi_hop(question) is None
@@ -84,6 +86,8 @@ def test_a_question_after_thanks_is_searched():
     assert route("ok, what is the TTL?") is not AskMode.DIRECT
     assert route("that's all for the TTL: what is the retry cap?") is not AskMode.DIRECT
     assert route("good night mode: is it on by default?") is not AskMode.DIRECT
+    assert route("how is it going with the TTL change?") is not AskMode.DIRECT
+    assert route("what's up with the retry cap?") is not AskMode.DIRECT
 
 
 # ------------------------------------------------------------- pure pieces

@@ -36,7 +36,8 @@ _SEGMENT = (
     r"(?:that|this|it)(?: was|'s| is) " + _PRAISE + r"|you(?:'re| are| were) " + _PRAISE +
     r"|(?:that|this|it|you)(?: has| have|'s)? (?:sorted|fixed|solved|did|worked|helped|works"
     r"|helps)(?: it(?: out)?| the (?:trick|problem|issue)| my problem)?(?: for me)?" +
-    r"|how are you(?: doing)?|who are you|what are you|what can you do|what do you do|"
+    r"|how are you(?: doing)?|how(?:'s| is) it going|how are things|how have you been|"
+    r"what'?s up|who are you|what are you|what can you do|what do you do|"
     # well-wishing: "hope your day is going well", "hope you're well"
     r"(?:i )?hope (?:you(?:'re| are) (?:well|doing well|good|having a (?:good|nice|great) "
     r"(?:day|week|one))|your (?:day|week) is going (?:well|great|fine|ok)|all is well|"
