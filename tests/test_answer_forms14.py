@@ -196,3 +196,14 @@ def test_a_reference_box_default_is_the_value_after_the_setting_name() -> None:
     assert short_answer(f, box.replace("FROBECDHCurve", "FrobECDHCurve")) == "prime256v1"
     g = focus_of("Which elliptic curve does mod_frob use when FROBECDHCurve is not set?")
     assert short_answer(g, box) == "prime256v1"
+
+
+def test_the_asking_sentence_is_not_cut_at_an_abbreviation() -> None:
+    from kbagent.agent.answer.focus import asking_sentence
+
+    assert asking_sentence("Our PDF does not come out on A4. What page format does Frob "
+                           "use?") == "What page format does Frob use?"
+    for q in ("Who designed the game by Ken St. Andre that Frob is based on?",
+              "What did the U.S. Department of Frob spend?",
+              "Which ruling, Frobster v. Goldberg, held it?"):
+        assert asking_sentence(q) == q

@@ -312,13 +312,18 @@ _SIZE = re.compile(rf"\d[\d,.]*\s*(?:{SIZE_UNITS}|[kKmMgGtT])\b")  # "1k", "512 
 _HOW_ANY = re.compile(r"\b(how)\s+(?:any|mnay|amny|manny)(?=\s+[a-z])", re.IGNORECASE)
 
 
+# where a question's sentences part, before a capital: not after an abbreviation's or an
+# initial's "." ("Ken St. Andre", "the U.S. Department", "e.g. Sphinx", "Rostker v. Goldberg")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Za-z]\.)(?<!\b[A-Z][a-z]\.)\s+(?=[A-Z])")
+
+
 def asking_sentence(q: str) -> str:
     """The sentence of ``q`` that asks (its last ending in "?" with a question word, else
     its last ending in "?"): "Something odd is going on with my filters. Which template
     shows ...?" asks for a name; "What is the biggest message? I mean the built-in
     limit." for a number; "Are small lines sent as they are? How big may they be?" for a
     size; "What is the default port? Is it 25?" for the default."""
-    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z])", q)
+    sentences = _SENTENCE_END.split(q.strip())
     asking = [x for x in sentences if x.rstrip().endswith("?")]
     worded = [x for x in asking if WH_WORD.search(x)]
     return (worded or asking)[-1] if len(sentences) > 1 and asking else q

@@ -147,9 +147,9 @@ class Grounding:
         if not evidence:
             return ""
         f = focus_of(self.question)
-        pool_text = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger)
+        pool_text = self._pool_text()
         pool = pool_text.lower()
-        missing = self.unmentioned(self.question)
+        missing = self._unmentioned(self.question, pool)
         if missing:
             return f"it never mentions \u201c{missing}\u201d"
         for word in tool_names(self.question):  # "with certbot": a name, in lower case
@@ -198,11 +198,17 @@ class Grounding:
                 return None
         return ""
 
-    def unmentioned(self, question: str) -> str:
-        """A thing ``question`` names and asks about (a product, an API, a setting, a
-        place) that no chunk the caller may read mentions, or "" (a part is judged on
-        its own: "Is there a build for Apple Silicon, and since which version?")."""
-        pool = " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger).lower()
+    def unmentioned(self, *questions: str) -> str:
+        """A thing one of ``questions`` names and asks about (a product, an API, a
+        setting, a place) that no chunk the caller may read mentions, or "" (a part is
+        judged on its own: "Is there a build for Apple Silicon, and since which version?")."""
+        pool = self._pool_text().lower()
+        return next((m for q in questions if (m := self._unmentioned(q, pool))), "")
+
+    def _pool_text(self) -> str:
+        return " ".join(f"{c.text} {c.path} {c.heading}" for c in self.ledger)
+
+    def _unmentioned(self, question: str, pool: str) -> str:
         asked = named_things(asking_sentence(question))
         for name in focus_of(question).named:
             if name not in asked and (not is_code_term(name) or _WORD_IN_CAPITALS.fullmatch(name)):

@@ -110,12 +110,11 @@ def other_bound(focus: Focus, sentence: str) -> float:
     return OTHER_BOUND if wrong.search(sentence) and not right.search(sentence) else 0.0
 
 
-# a question about a range of releases: a bound, a requirement, a support, a change (or
-# a release condition, `_CONDITION`: "Before I start scripting ..." sets none)
-_ASKS_RANGE = re.compile(r"\b(?:old|new|late|earl|young)(?:est|ier|er)\b|\b(?:last|first|minimum|"
-                         r"maximum|min|max|least|most|requir\w*|need\w*|support\w*|compatib\w*|"
-                         r"works? with|runs? on|introduc\w*|remov\w*|deprecat\w*|drop\w*|"
-                         r"still)\b", re.I)
+# a question about a range of releases: a bound (or `_MOST` / `_LEAST`), a requirement, a
+# support, a change (or a release condition, `_CONDITION`: "Before I start ..." sets none)
+_ASKS_RANGE = re.compile(r"\b(?:old|new|late|earl|young)(?:est|ier|er)\b|\b(?:last|first|recent|"
+                         r"requir\w*|need\w*|support\w*|compatib\w*|works? with|runs? on|"
+                         r"introduc\w*|remov\w*|deprecat\w*|drop\w*|still)\b", re.I)
 _RANGE_AFTER = re.compile(r"\s*(?:\+|(?:and|or)\s+(?:earlier|later|older|newer|above|below|"
                           r"before|after|prior|higher|lower)\b)", re.I)
 RANGE_RELEASE = 0.6
@@ -126,8 +125,9 @@ def range_release(focus: Focus, sentence: str, end: int) -> float:
     earlier enabled ...", "3.8+") when the question asks for one release, no bound or
     requirement: "which version of the scripting language does it ship" is answered
     by "an embedded Lua 5.2 interpreter"."""
-    if focus.answer_type is not AnswerType.VERSION or _ASKS_RANGE.search(
-            focus.question) or _CONDITION.search(focus.question):
+    q = focus.question
+    if focus.answer_type is not AnswerType.VERSION or any(
+            p.search(q) for p in (_ASKS_RANGE, _MOST, _LEAST, _CONDITION)):
         return 0.0
     return RANGE_RELEASE if _RANGE_AFTER.match(sentence, end) else 0.0
 
@@ -140,6 +140,7 @@ NAMED_AS = re.compile(r"(?<!so-)\b(?:named|called)\s+(?!\S*-(?:the|a|an|of|in|on
 _OPERAND_BEFORE = re.compile(r"[*×]\s?$")
 _OPERAND_AFTER = re.compile(r"\s?[*×]")
 _VERSION_BEFORE = re.compile(r"\b(?:version|release|v)\s?$", re.I)  # "version 1.0"
+_VERSION_WORDS = frozenset(content_tokens("version release"))
 _PORT_BEFORE = re.compile(r"\bports? $", re.I)  # "on port 514": the port's name
 # a word in capitals that is emphasis or a unit, no name: "NOT", "MB"
 SHOUTED = re.compile(rf"(?:NOT|NO|ALL|ANY|ONLY|MUST|NEVER|ALWAYS|NONE|AND|OR|BUT|DO|DON'T|"
@@ -159,7 +160,7 @@ def no_figure(focus: Focus, sentence: str, start: int, end: int) -> bool:
     if _OPERAND_BEFORE.search(sentence[max(0, start - 2):start]) or _OPERAND_AFTER.match(
             sentence, end) or sentence[start - 1:start] == "#":  # "#7721": an issue's number
         return True
-    if "version" not in focus.terms and "releas" not in focus.terms and _VERSION_BEFORE.search(
+    if not focus.terms & _VERSION_WORDS and _VERSION_BEFORE.search(
             sentence[max(0, start - 12):start]):
         return True  # "arrived at version 1.0" states no count (nor any figure)
     return "port" not in focus.terms and _PORT_BEFORE.search(sentence[:start]) is not None

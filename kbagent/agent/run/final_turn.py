@@ -303,7 +303,7 @@ def _part_answer(s: RunState, part: Part, prefer: list[int]) -> str | None:
             mark = f"{value.text} [{value.unit.n}]"
             s.short_answer = f"{s.short_answer}; {mark}" if s.short_answer else mark
             return f"{_lead(part)}{mark}."
-    if g.unmentioned(part.question) or g.unmentioned(part.query):
+    if g.unmentioned(part.question, part.query):
         return None  # "... for Apple Silicon Macs?": the sources never mention it
     # the part's own words count twice: the subject it inherits ("days PTO employees" in
     # "does it roll over days PTO employees get") is context, not what this part asks

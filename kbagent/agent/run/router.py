@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from kbagent.agent.answer.focus import asking_sentence
 from kbagent.agent.kinds import AskMode
 from kbagent.agent.run.about import about_kind
 from kbagent.agent.run.hops import compared, names_in
@@ -147,17 +148,6 @@ def documentation_style(question: str) -> bool:
     return bool(_CODE_TERM.search(question) or _AS_USER.search(question))
 
 
-# where a question's sentences part: after a word of two letters or digits ("... in 1945.
-# What ...") and before a capital; not after "St." or "U.S."
-_SENTENCE_END = re.compile(r"(?<=[a-z0-9]{2}[.!?])\s+(?=[A-Z])")
-
-
-def _asking(question: str) -> str:
-    """The last sentence of ``question`` that asks (ends in "?"), else the question."""
-    asking = [x for x in _SENTENCE_END.split(question.strip()) if x.rstrip().endswith("?")]
-    return asking[-1] if asking else question
-
-
 def multi_hop(question: str) -> HopKind | None:
     """``"comparison"`` for a question that compares two named things ("Who is older,
     A or B?", "Were A and B both ...?"), ``"bridge"`` for one about a thing it describes
@@ -170,7 +160,7 @@ def multi_hop(question: str) -> HopKind | None:
     # the sentence that asks decides: "Wireshark tagged a packet as a fast retransmission.
     # One of its conditions is that the last ACK was seen a moment before. Within how many
     # milliseconds?" describes its setting first, the thing asked about is not described
-    asked = _asking(question)
+    asked = asking_sentence(question)
     role_of = bool(_ROLE_OF.search(asked)) and not (
         _ROLE_ITSELF.search(asked) and not _OF_OF.search(asked))
     if (_DESCRIBED.search(asked) or _PARTICIPLE.search(asked) or role_of
