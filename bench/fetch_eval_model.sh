@@ -28,7 +28,9 @@ check() {  # check FILE: right size and the expected name in the GGUF header
         echo "fetch_eval_model: $1 is $size bytes, expected $EXPECTED_SIZE" >&2
         return 1
     fi
-    if [[ "$(head -c 4 "$1")" != "GGUF" ]] || ! head -c 65536 "$1" | grep -aq "$EXPECTED_NAME"; then
+    # grep reads all it is given (no -q): with -q it exits at the first match, head then
+    # dies of SIGPIPE and pipefail fails the check of a good file
+    if [[ "$(head -c 4 "$1")" != "GGUF" ]] || ! head -c 65536 "$1" | grep -a "$EXPECTED_NAME" >/dev/null; then
         echo "fetch_eval_model: $1 has no GGUF header naming '$EXPECTED_NAME'" >&2
         return 1
     fi
