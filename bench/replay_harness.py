@@ -36,6 +36,7 @@ from bench_agent import correct, first_sentence  # noqa: E402
 from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
 from kbagent.agent.answer.evidence import Scored, gather_units, same_text, score_units  # noqa: E402
 from kbagent.agent.events import AgentResult  # noqa: E402
+from kbagent.agent.llm.llama import LlamaCppLLM  # noqa: E402
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result  # noqa: E402
 from kbagent.kb.embedder import load_embedder  # noqa: E402
 from kbagent.kb.ingest import Ingestor  # noqa: E402
@@ -53,7 +54,11 @@ def main() -> None:
     ap.add_argument("--ids", default="", help="comma-separated question ids (default: all)")
     ap.add_argument("--ranks", action="store_true",
                     help="where the first gold-holding unit ranks (1, within 3, within 10)")
+    ap.add_argument("--judge", type=Path, default=None, metavar="GGUF",
+                    help="this model judges the best units (setting answer_judge = true); "
+                         "everything else the model would say stays scripted")
     args = ap.parse_args()
+    judge_llm = LlamaCppLLM(args.judge) if args.judge else None
     ranked: list[list[Scored]] = []  # the whole question's ranking of the current run
     if args.ranks:
         spy_on_ranking(ranked)
@@ -68,7 +73,7 @@ def main() -> None:
             continue
         ranked.clear()
         t = time.perf_counter()
-        r = run_harness(kb, q["question"])
+        r = run_harness(kb, q["question"], judge_llm)
         walls.append(time.perf_counter() - t)
         refused_here = bool(r.abstained)
         if q["kind"] == "unanswerable":
@@ -108,11 +113,16 @@ def open_kb(home: Path, kb_dir: Path, kb: str = "") -> KnowledgeBase:
     return KnowledgeBase(settings, name)
 
 
-def run_harness(kb: KnowledgeBase, question: str) -> AgentResult:
+def run_harness(kb: KnowledgeBase, question: str, judge: LlamaCppLLM | None = None
+                ) -> AgentResult:
     """``question`` through the real agent (auto mode, full tools, the harness's short
-    answers) with a scripted model that says nothing useful."""
-    agent = Agent(ScriptedLLM(["It is in the sources."] * 20), [kb],
-                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
+    answers) with a scripted model that says nothing useful; with ``judge``, that model
+    judges the best units (its only say in the run)."""
+    llm = ScriptedLLM(["It is in the sources."] * 20)
+    if judge is not None:
+        llm.option_logprobs = judge.option_logprobs  # type: ignore[method-assign]
+    agent = Agent(llm, [kb], AgentConfig(mode="auto", tools="full", short_answer="harness",
+                                         answer_judge=judge is not None))
     return run_to_result(agent, question)
 
 

@@ -88,6 +88,7 @@ class _Defaults:
     time_limit: float = 180.0
     grounded: bool = True
     short_answer: ShortAnswerMode = ShortAnswerMode.AUTO
+    answer_judge: bool = False
     # Access control
     users_file: str = ""
     code_tools: bool = False

@@ -255,6 +255,10 @@ class Settings(BaseSettings):
     # call), pick (the model picks a span under a grammar), write
     # (kbagent/agent/run/short_turn.py)
     short_answer: ShortAnswerMode = D.short_answer
+    # the model judges which of the five best units states the answer, one yes/no
+    # reading each, no generation (kbagent/agent/run/judge.py); off by default: it did
+    # not put the fact first more often with the models measured
+    answer_judge: Bool = D.answer_judge
     # TUI: remapped keys, binding id -> keys (ids in the README's TUI section)
     tui_keymap: Keymap = Field(default_factory=dict)
     # Access control

@@ -7,6 +7,7 @@ from typing import Any
 
 from kbagent.agent.answer.citations import Citation, clean_text
 from kbagent.agent.events import Action, AgentResult, Event, Final
+from kbagent.agent.llm.base import LLM
 from kbagent.agent.run.loop import Agent, AgentConfig
 
 
@@ -22,9 +23,11 @@ def searched(events: list[Any]) -> list[str]:
     return [a.args["query"] for a in events if isinstance(a, Action) and a.tool == "kb_search"]
 
 
-def ask_one_file(tmp_path: Path, name: str, text: str, question: str) -> Final:
+def ask_one_file(tmp_path: Path, name: str, text: str, question: str, llm: LLM | None = None,
+                 **config: Any) -> Final:
     """``question`` through the real agent (auto mode, the harness's short answers, a
-    scripted model that says nothing useful) over a real KB of one file."""
+    scripted model that says nothing useful, or ``llm``; ``config`` overrides
+    :class:`AgentConfig` fields) over a real KB of one file."""
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor
     from kbagent.kb.knowledge_base import KnowledgeBase
@@ -36,9 +39,10 @@ def ask_one_file(tmp_path: Path, name: str, text: str, question: str) -> Final:
     (src / name).write_text(text, encoding="utf-8")
     settings = Settings.load(home=tmp_path / "home")
     Ingestor(settings, "docs", embedder=load_embedder()).run(src)
-    agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
+    agent = Agent(llm or ScriptedLLM(["It is in the sources."] * 10),
                   [KnowledgeBase(settings, "docs")],
-                  AgentConfig(mode="auto", tools="full", short_answer="harness"))
+                  AgentConfig(**{"mode": "auto", "tools": "full", "short_answer": "harness",
+                                 **config}))
     return next(e for e in agent.run(question) if isinstance(e, Final))
 
 

@@ -29,6 +29,15 @@ class ScriptedLLM(LLM):
     piece_delay: float = 0.0  # seconds between streamed pieces (for cancellation tests)
     piece_chars: int = 7  # characters per streamed piece
     calls: list[dict[str, Any]] = field(default_factory=list)
+    # the model's next-token judgment (LLM.option_logprobs): (messages, options) -> one
+    # log-probability per option, or None (the default: it cannot tell)
+    judgment: Callable[[list[Message], list[str]], list[float] | None] | None = None
+    judged: list[list[Message]] = field(default_factory=list)
+
+    def option_logprobs(self, messages: list[Message], options: list[str]
+                        ) -> list[float] | None:
+        self.judged.append([Message(m.role, m.content) for m in messages])
+        return self.judgment(messages, options) if self.judgment else None
 
     def generate(self, req: Request) -> Generator[str, None, Completion]:
         messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,

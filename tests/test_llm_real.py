@@ -5,6 +5,7 @@ Marked ``slow``; still part of ``make test``."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -222,3 +223,24 @@ def test_a_long_prompt_is_evaluated_without_crashing_the_process():
                           timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["OK", "True"]
+
+
+def test_option_logprobs_reads_the_next_token_and_keeps_generation_intact(llm):
+    """The judgment's reading (answer_judge): log-probabilities of the options' first
+    tokens, without generating; a generation after it is the one a fresh model makes
+    (the KV cache it left is trimmed, not reused wrongly)."""
+    ask = [Message("system", "You judge whether a passage answers a question."),
+           Message("user", "Passage: The cache holds at most 2 GB.\n\nQuestion: How big can "
+                           "the cache grow?\n\nDoes the passage state the answer to the "
+                           "question? Reply yes or no.")]
+    other = [Message("system", "You are terse."), Message("user", "Name a colour.")]
+    llm.reset_cache()
+    fresh = complete(llm, other, max_tokens=8).text
+    lp = llm.option_logprobs(ask, ["yes", "Yes", "no", "No"])
+    assert lp is not None and len(lp) == 4
+    assert all(x < 0 for x in lp) and sum(math.exp(x) for x in lp) <= 1.0 + 1e-6
+    assert llm.last_usage.prompt_evaluated > 0 and llm.last_usage.completion_tokens == 0
+    again = llm.option_logprobs(ask, ["yes", "Yes", "no", "No"])
+    assert again == pytest.approx(lp, abs=1e-3)  # the same reading from the KV cache
+    assert llm.last_usage.prompt_evaluated == 1  # only the last token was evaluated again
+    assert complete(llm, other, max_tokens=8).text == fresh

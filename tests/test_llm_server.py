@@ -164,3 +164,22 @@ def test_a_context_error_from_a_server_is_a_full_context(message):
             complete(llm, [Message("user", "hi")], max_tokens=16)
     finally:
         srv.shutdown()
+
+
+def test_reads_a_judgment_from_the_servers_top_logprobs(server_url):
+    """answer_judge over --llm-url: a one-token completion's top_logprobs give the
+    options' log-probabilities; the judge re-orders with them like with a local model."""
+    from kbagent.agent.answer.evidence import Scored
+    from kbagent.agent.answer.units import Unit
+    from kbagent.agent.run.judge import judge, prompt
+
+    llm = OpenAICompatLLM(server_url, "smollm2")
+    messages = prompt("How big can the cache grow?", "cache.md", "The cache holds at most 2 GB.")
+    lp = llm.option_logprobs(messages, ["yes", "Yes", "no", "No"])
+    assert lp is not None and len(lp) == 4
+    assert all(x <= 0 for x in lp) and max(lp) > -20
+    assert llm.last_usage is not None and llm.last_usage.prompt_tokens > 20
+    ev = [Scored(Unit(1, t, "cache.md", i), 1.0 - i / 10, 0.5)
+          for i, t in enumerate(["The cache is written in C.", "The cache holds at most 2 GB."])]
+    judged, read = judge(llm, "How big can the cache grow?", ev)
+    assert read == 2 and sorted(e.unit.text for e in judged) == sorted(e.unit.text for e in ev)

@@ -84,6 +84,14 @@ class LLM(Protocol):
         """The backend's generation of ``req`` (see :meth:`stream`)."""
         ...
 
+    def option_logprobs(self, messages: list[Message], options: list[str]
+                        ) -> list[float] | None:
+        """How likely each option is as the first token of the reply to ``messages``: the
+        next-token log-probabilities of each option's first token (the model's judgment
+        of a yes/no question, read without generating). None where the backend cannot
+        tell (no logits, or an option that is not one token's start)."""
+        return None
+
     def close(self) -> None:
         """Free the backend's resources (a loaded model) now rather than at interpreter
         exit, when the libraries they need may already be gone. Idempotent."""

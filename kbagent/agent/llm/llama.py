@@ -236,6 +236,45 @@ class LlamaCppLLM(LLM):
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
 
+    def option_logprobs(self, messages: list[Message], options: list[str]
+                        ) -> list[float] | None:
+        """The next-token log-probabilities of each option's first token after the
+        rendered ``messages`` (the assistant's turn opened). The prompt's prefix shared
+        with the last one evaluated comes from the KV cache, as in :meth:`generate`."""
+        import numpy as np
+
+        prompt, _ = self.render(messages)
+        with self._lock:
+            llm = self._llm
+            firsts = []
+            for option in options:
+                ids = llm.tokenize(option.encode(), add_bos=False, special=False)
+                if not ids:
+                    return None
+                firsts.append(ids[0])
+            tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+            if len(tokens) >= self.context_length:
+                raise ContextFull(f"prompt of {len(tokens)} tokens does not fit the "
+                                  f"{self.context_length}-token context")
+            cached = 0
+            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+                if a != b:
+                    break
+                cached += 1
+            cached = min(cached, len(tokens) - 1)  # the last token is evaluated: its logits
+            started = time.perf_counter()
+            try:
+                llm.n_tokens = cached  # eval drops the KV cache past this point
+                llm.eval(tokens[cached:])
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            except (RuntimeError, ValueError, OSError) as e:
+                raise BackendError(f"llama.cpp evaluation failed: {e}") from e
+            top = float(logits.max())
+            norm = top + float(np.log(np.exp(logits - top).sum()))
+            self.last_usage = Completion("", len(tokens), len(tokens) - cached, 0, "stop",
+                                         (time.perf_counter() - started) * 1000)
+            return [float(logits[t]) - norm for t in firsts]
+
     def generate(self, req: Request) -> Generator[str, None, Completion]:
         messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,
                                                        req.max_tokens, req.cancel)

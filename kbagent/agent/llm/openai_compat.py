@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent.llm.base import LLM, Completion, ContextFull, Request, apply_stop
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
 from kbagent.agent.llm.http_stream import ReadGuard, open_guarded
 from kbagent.errors import BackendError, BadInputError
 from kbagent.settings import Settings
@@ -47,6 +47,7 @@ class OpenAICompatLLM(LLM):
         self.timeout = timeout
         self.context_length = context_length
         self.supports_grammar = True  # until the server says otherwise
+        self.last_usage: Completion | None = None  # of the last judgment read
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAICompatLLM:
@@ -152,6 +153,44 @@ class OpenAICompatLLM(LLM):
         completion_tokens = _count(usage, "completion_tokens", max(1, len(text) // 4))
         return Completion(text, prompt_tokens, prompt_tokens, completion_tokens, finish, ms)
 
+    def option_logprobs(self, messages: list[Message], options: list[str]
+                        ) -> list[float] | None:
+        """The options' log-probabilities as the reply's first token, from the server's
+        ``top_logprobs`` of a one-token completion (an option not among them gets the
+        lowest listed: at most that likely). None when the server gives no log
+        probabilities or lists none of the options."""
+        body: dict[str, Any] = {
+            "model": self.model, "messages": [m.to_dict() for m in messages],
+            "stream": False, "max_tokens": 1, "temperature": 0.0, "seed": self.seed,
+            "logprobs": True, "top_logprobs": TOP_LOGPROBS,
+        }
+        started = time.perf_counter()
+        with ReadGuard(None, None) as guard:
+            try:
+                with self._request(body, guard) as resp:
+                    answer = json.loads(resp.read().decode("utf-8", errors="replace"))
+            except urllib.error.HTTPError as e:
+                failure = self._http_failure(e)
+                if isinstance(failure, ContextFull) or e.code not in (400, 422, 501):
+                    raise failure from e
+                return None  # the server takes no logprobs request
+            except (urllib.error.URLError, http.client.HTTPException, OSError,
+                    ValueError) as e:
+                raise BackendError(f"LLM server {self.base_url}: no judgment: {e}") from e
+        top = _top_logprobs(answer)
+        if not top:
+            return None
+        seen = {o: max((lp for tok, lp in top if tok.strip() == o), default=None)
+                for o in options}
+        if all(v is None for v in seen.values()):
+            return None
+        floor = min(lp for _, lp in top)
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        prompt_tokens = _count(usage, "prompt_tokens", sum(len(m.content) for m in messages) // 4)
+        self.last_usage = Completion("", prompt_tokens, prompt_tokens, 0, "stop",
+                                     (time.perf_counter() - started) * 1000)
+        return [floor if v is None else v for v in seen.values()]
+
     def _event(self, chunk: Any, data: str) -> tuple[str, str, dict[str, Any] | None]:
         """(text, finish reason or "", usage or None) of one streamed event. A shape
         no OpenAI-compatible server sends is a BackendError naming it, never a crash."""
@@ -186,6 +225,19 @@ class OpenAICompatLLM(LLM):
             if choice.get("finish_reason"):
                 finish = str(choice["finish_reason"])
         return text, finish, usage
+
+
+TOP_LOGPROBS = 20  # the most the OpenAI API lists
+
+
+def _top_logprobs(answer: Any) -> list[tuple[str, float]]:
+    """(token, log-probability) of the first generated token's alternatives in a chat
+    completion, or [] when the answer has none in the OpenAI shape."""
+    try:
+        first = answer["choices"][0]["logprobs"]["content"][0]
+        return [(str(x["token"]), float(x["logprob"])) for x in first["top_logprobs"]]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
 
 
 def _count(usage: dict[str, Any] | None, key: str, fallback: int) -> int:

@@ -61,6 +61,8 @@ AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
 # the answer sentence, the harness's candidate spans and the best evidence; None: the
 # harness's first span stands
 ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
+# (run, evidence) -> the evidence re-ordered by the model's judgment (judge.judge)
+Rejudge = Callable[[RunState, list[Scored]], list[Scored]]
 
 EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
@@ -97,8 +99,8 @@ def decomposable(question: str) -> bool:
 
 
 def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
-                   answer_turn: AnswerTurn, pick: ShortPick | None = None
-                   ) -> Generator[Event, None, bool]:
+                   answer_turn: AnswerTurn, pick: ShortPick | None = None,
+                   rejudge: Rejudge | None = None) -> Generator[Event, None, bool]:
     """The grounded final turn (steps numbered from ``step``). Ends without the
     ``Final`` event (the caller finishes the run); True if the run already ended (the
     model failed or the user cancelled)."""
@@ -144,6 +146,8 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
     if reason is not None:
         yield from abstain(s, evidence, reason)
         return False
+    if rejudge is not None:  # the model reads the best units (kbagent/agent/run/judge.py)
+        evidence = rejudge(s, evidence)
     # the fact leads: in a few words when the question asks for one ("128 [1]."), then
     # the source sentence that says it, quoted, then the model's answer (checked)
     lead, short = _answer_unit(s, evidence, pick)

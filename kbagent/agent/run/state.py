@@ -61,6 +61,8 @@ class AgentConfig:
     # who states the short answer (kbagent/agent/run/short_turn.py); the setting's
     # default (auto) comes through from_settings, a bare config takes no LLM call
     short_answer: ShortAnswerMode = ShortAnswerMode.HARNESS
+    # the model judges which best unit answers (kbagent/agent/run/judge.py)
+    answer_judge: bool = default("answer_judge")
 
     def __post_init__(self) -> None:
         # the closed sets are checked where a flag or setting is parsed (Typer, the
@@ -77,6 +79,7 @@ class AgentConfig:
             time_limit=settings.time_limit, max_tokens_per_step=settings.max_tokens_per_step,
             search_first=settings.search_first, grounded=settings.grounded,
             short_answer=settings.short_answer,
+            answer_judge=settings.answer_judge,
             code_tools=settings.code_tools)
         fields.update((k, v) for k, v in overrides.items() if v is not None)
         return cls(**fields)
@@ -105,6 +108,7 @@ class RunState:
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
     short_answer: str = ""  # the fact in a few words, with its marker ("128 [1]")
+    judged: int = 0  # units the model judged (kbagent/agent/run/judge.py)
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
     clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
 
