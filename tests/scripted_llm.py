@@ -33,11 +33,20 @@ class ScriptedLLM(LLM):
     # log-probability per option, or None (the default: it cannot tell)
     judgment: Callable[[list[Message], list[str]], list[float] | None] | None = None
     judged: list[list[Message]] = field(default_factory=list)
+    judgment_usage: Completion | None = None
 
-    def option_logprobs(self, messages: list[Message], options: list[str]
+    def option_logprobs(self, messages: list[Message], options: list[str], *,
+                        cancel: Any = None, deadline: float | None = None
                         ) -> list[float] | None:
+        self.judgment_usage = None
+        if cancel is not None and cancel.cancelled:
+            return None
         self.judged.append([Message(m.role, m.content) for m in messages])
-        return self.judgment(messages, options) if self.judgment else None
+        lp = self.judgment(messages, options) if self.judgment else None
+        if lp is not None:  # a reading costs its prompt, like a real backend's
+            prompt = sum(len(m.content) for m in messages) // 4
+            self.judgment_usage = Completion("", prompt, prompt, 0, "stop", 0.0)
+        return lp
 
     def generate(self, req: Request) -> Generator[str, None, Completion]:
         messages, grammar, stop, max_tokens, cancel = (req.messages, req.grammar, req.stop,

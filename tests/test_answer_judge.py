@@ -14,6 +14,7 @@ import pytest
 
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.answer.units import Unit
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import Message
 from kbagent.agent.run.judge import JUDGE_UNITS, judge
 from kbagent.errors import BackendError
@@ -61,6 +62,9 @@ def test_the_unit_the_model_judges_to_answer_leads(tmp_path: Path, page: str, qu
     assert 2 <= len(llm.judged) <= JUDGE_UNITS
     assert all(question in m[-1].content for m in llm.judged)
     assert sum(fact in m[-1].content for m in llm.judged) == 1
+    # each reading counts in the run's usage: the answer turn's call and the readings
+    assert final.result.usage.llm_calls == 1 + len(llm.judged)
+    assert alone.result.usage.llm_calls == 1
 
 
 def test_a_backend_that_cannot_tell_leaves_the_harness_order(tmp_path: Path) -> None:
@@ -94,7 +98,9 @@ def test_judge_reorders_only_the_best_units_and_keeps_their_scores_comparable() 
 def test_judge_stops_at_a_cancel_or_time_limit_and_on_a_backend_error() -> None:
     ev = _evidence("a 1", "b 2", "c 3")
     llm = scripted(says_yes_to("c 3"))
-    assert judge(llm, "q?", ev, stopped=lambda: True) == (ev, 0)
+    cancel = CancelToken()
+    cancel.cancel()
+    assert judge(llm, "q?", ev, cancel=cancel) == (ev, 0)
     assert llm.judged == []
 
     def fails(messages: list[Message], options: list[str]) -> list[float]:
@@ -124,3 +130,16 @@ def test_a_server_that_cannot_be_reached_leaves_the_harness_order() -> None:
     ev = _evidence("a 1", "b 2", "c 3")
     llm = OpenAICompatLLM(f"http://127.0.0.1:{port}/v1", "m", timeout=5)
     assert judge(llm, "q?", ev) == (ev, 0)
+
+
+def test_an_answer_without_log_probabilities_gives_no_reading() -> None:
+    from kbagent.agent.llm.openai_compat import _top_logprobs
+
+    listed = {"choices": [{"logprobs": {"content": [{"token": "yes", "logprob": -0.2,
+                                                     "top_logprobs": [
+                                                         {"token": " yes", "logprob": -0.2},
+                                                         {"token": "No", "logprob": -1.9}]}]}}]}
+    assert _top_logprobs(listed) == [(" yes", -0.2), ("No", -1.9)]
+    for junk in ({"choices": [{"logprobs": None}]}, {"choices": []}, [], None,
+                 {"choices": [{"logprobs": {"content": [{"top_logprobs": [{"token": "x"}]}]}}]}):
+        assert _top_logprobs(junk) == [], junk

@@ -178,7 +178,8 @@ def test_reads_a_judgment_from_the_servers_top_logprobs(server_url):
     lp = llm.option_logprobs(messages, ["yes", "Yes", "no", "No"])
     assert lp is not None and len(lp) == 4
     assert all(x <= 0 for x in lp) and max(lp) > -20
-    assert llm.last_usage is not None and llm.last_usage.prompt_tokens > 20
+    assert llm.judgment_usage is not None and llm.judgment_usage.prompt_tokens > 20
+    assert llm.supports_logprobs
     ev = [Scored(Unit(1, t, "cache.md", i), 1.0 - i / 10, 0.5)
           for i, t in enumerate(["The cache is written in C.", "The cache holds at most 2 GB."])]
     judged, read = judge(llm, "How big can the cache grow?", ev)

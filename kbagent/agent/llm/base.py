@@ -84,12 +84,15 @@ class LLM(Protocol):
         """The backend's generation of ``req`` (see :meth:`stream`)."""
         ...
 
-    def option_logprobs(self, messages: list[Message], options: list[str]
+    def option_logprobs(self, messages: list[Message], options: list[str], *,
+                        cancel: CancelToken | None = None, deadline: float | None = None
                         ) -> list[float] | None:
         """How likely each option is as the first token of the reply to ``messages``: the
         next-token log-probabilities of each option's first token (the model's judgment
-        of a yes/no question, read without generating). None where the backend cannot
-        tell (no logits, or an option that is not one token's start)."""
+        of a yes/no question, read without writing a reply). None where the backend
+        cannot tell (no logits, an option that is not one token's start) or ``cancel``
+        or ``deadline`` ended the reading. A backend that can tell sets
+        ``judgment_usage`` to the reading's cost (None when it gave no reading)."""
         return None
 
     def close(self) -> None:

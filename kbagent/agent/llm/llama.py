@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
 
 if TYPE_CHECKING:
@@ -236,13 +237,21 @@ class LlamaCppLLM(LLM):
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
 
-    def option_logprobs(self, messages: list[Message], options: list[str]
+    judgment_usage: Completion | None = None
+
+    def option_logprobs(self, messages: list[Message], options: list[str], *,
+                        cancel: CancelToken | None = None, deadline: float | None = None
                         ) -> list[float] | None:
         """The next-token log-probabilities of each option's first token after the
         rendered ``messages`` (the assistant's turn opened). The prompt's prefix shared
-        with the last one evaluated comes from the KV cache, as in :meth:`generate`."""
+        with the last one evaluated comes from the KV cache, as in :meth:`generate` (one
+        short evaluation: ``cancel`` and ``deadline`` are checked before it)."""
         import numpy as np
 
+        self.judgment_usage = None
+        if (cancel is not None and cancel.cancelled) or (
+                deadline is not None and time.perf_counter() > deadline):
+            return None
         prompt, _ = self.render(messages)
         with self._lock:
             llm = self._llm
@@ -264,15 +273,22 @@ class LlamaCppLLM(LLM):
             cached = min(cached, len(tokens) - 1)  # the last token is evaluated: its logits
             started = time.perf_counter()
             try:
-                llm.n_tokens = cached  # eval drops the KV cache past this point
+                # the KV cache past the shared prefix goes (a recurrent model's cannot be
+                # cut: it starts over, as llama_cpp's own generate does)
+                if cached > 0 and not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
+                    llm.reset()
+                    cached = 0
+                llm.n_tokens = cached
                 llm.eval(tokens[cached:])
-                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+                # the logits of the batch's last token (the only one with logits here)
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1),
+                                               shape=(llm.n_vocab(),)).copy()
             except (RuntimeError, ValueError, OSError) as e:
                 raise BackendError(f"llama.cpp evaluation failed: {e}") from e
             top = float(logits.max())
             norm = top + float(np.log(np.exp(logits - top).sum()))
-            self.last_usage = Completion("", len(tokens), len(tokens) - cached, 0, "stop",
-                                         (time.perf_counter() - started) * 1000)
+            self.judgment_usage = Completion("", len(tokens), len(tokens) - cached, 0, "stop",
+                                             (time.perf_counter() - started) * 1000)
             return [float(logits[t]) - norm for t in firsts]
 
     def generate(self, req: Request) -> Generator[str, None, Completion]:

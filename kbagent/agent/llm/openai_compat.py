@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Generator
 from typing import Any
 
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
 from kbagent.agent.llm.http_stream import ReadGuard, open_guarded
 from kbagent.errors import BackendError, BadInputError
@@ -47,7 +48,8 @@ class OpenAICompatLLM(LLM):
         self.timeout = timeout
         self.context_length = context_length
         self.supports_grammar = True  # until the server says otherwise
-        self.last_usage: Completion | None = None  # of the last judgment read
+        self.supports_logprobs = True  # until the server refuses a judgment's request
+        self.judgment_usage: Completion | None = None  # of the last judgment read
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAICompatLLM:
@@ -55,11 +57,12 @@ class OpenAICompatLLM(LLM):
                    os.environ.get(settings.llm_api_key_env, ""), settings.temperature,
                    settings.seed, context_length=settings.n_ctx)
 
-    def _request(self, body: dict[str, Any], guard: ReadGuard) -> Any:
+    def _request(self, body: dict[str, Any], guard: ReadGuard,
+                 accept: str = "text/event-stream") -> Any:
         req = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Accept": "text/event-stream",
+            headers={"Content-Type": "application/json", "Accept": accept,
                      **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
             method="POST",
         )
@@ -153,32 +156,42 @@ class OpenAICompatLLM(LLM):
         completion_tokens = _count(usage, "completion_tokens", max(1, len(text) // 4))
         return Completion(text, prompt_tokens, prompt_tokens, completion_tokens, finish, ms)
 
-    def option_logprobs(self, messages: list[Message], options: list[str]
+    def option_logprobs(self, messages: list[Message], options: list[str], *,
+                        cancel: CancelToken | None = None, deadline: float | None = None
                         ) -> list[float] | None:
         """The options' log-probabilities as the reply's first token, from the server's
         ``top_logprobs`` of a one-token completion (an option not among them gets the
         lowest listed: at most that likely). None when the server gives no log
-        probabilities or lists none of the options."""
+        probabilities (after one refusal it is not asked again), lists none of the
+        options, or ``cancel`` / ``deadline`` ended the request."""
+        self.judgment_usage = None
+        if not self.supports_logprobs:
+            return None
         body: dict[str, Any] = {
             "model": self.model, "messages": [m.to_dict() for m in messages],
             "stream": False, "max_tokens": 1, "temperature": 0.0, "seed": self.seed,
             "logprobs": True, "top_logprobs": TOP_LOGPROBS,
         }
         started = time.perf_counter()
-        with ReadGuard(None, None) as guard:
+        # a cancel or the run's deadline shuts the connection down, as in generate
+        with ReadGuard(cancel, deadline) as guard:
             try:
-                with self._request(body, guard) as resp:
+                with self._request(body, guard, "application/json") as resp:
                     answer = json.loads(resp.read().decode("utf-8", errors="replace"))
             except urllib.error.HTTPError as e:
                 failure = self._http_failure(e)
                 if isinstance(failure, ContextFull) or e.code not in (400, 422, 501):
                     raise failure from e
-                return None  # the server takes no logprobs request
+                self.supports_logprobs = False  # the server takes no logprobs request
+                return None
             except (urllib.error.URLError, http.client.HTTPException, OSError,
                     ValueError) as e:
+                if guard.ended():
+                    return None
                 raise BackendError(f"LLM server {self.base_url}: no judgment: {e}") from e
         top = _top_logprobs(answer)
         if not top:
+            self.supports_logprobs = False  # it answered, without log-probabilities
             return None
         seen = {o: max((lp for tok, lp in top if tok.strip() == o), default=None)
                 for o in options}
@@ -187,8 +200,9 @@ class OpenAICompatLLM(LLM):
         floor = min(lp for _, lp in top)
         usage = answer.get("usage") if isinstance(answer, dict) else None
         prompt_tokens = _count(usage, "prompt_tokens", sum(len(m.content) for m in messages) // 4)
-        self.last_usage = Completion("", prompt_tokens, prompt_tokens, 0, "stop",
-                                     (time.perf_counter() - started) * 1000)
+        self.judgment_usage = Completion("", prompt_tokens, prompt_tokens,
+                                         _count(usage, "completion_tokens", 1), "stop",
+                                         (time.perf_counter() - started) * 1000)
         return [floor if v is None else v for v in seen.values()]
 
     def _event(self, chunk: Any, data: str) -> tuple[str, str, dict[str, Any] | None]:

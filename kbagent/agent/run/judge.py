@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from kbagent.agent.answer.evidence import Scored
+from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, Message
 from kbagent.errors import BackendError
 
@@ -49,10 +50,13 @@ def prompt(question: str, context: str, text: str) -> list[Message]:
                             "Reply yes or no.")]
 
 
-def log_odds(llm: LLM, question: str, context: str, text: str) -> float | None:
+def log_odds(llm: LLM, question: str, context: str, text: str, *,
+             cancel: CancelToken | None = None, deadline: float | None = None
+             ) -> float | None:
     """The model's log-odds that the passage states the answer (None: it cannot tell)."""
     options = [*YES, *NO]
-    lp = llm.option_logprobs(prompt(question, context, text), options)
+    lp = llm.option_logprobs(prompt(question, context, text), options, cancel=cancel,
+                             deadline=deadline)
     if lp is None or len(lp) != len(options) or not all(math.isfinite(x) for x in lp):
         return None
     yes = _logsumexp(lp[:len(YES)])
@@ -66,12 +70,12 @@ def _logsumexp(xs: list[float]) -> float:
 
 
 def judge(llm: LLM, question: str, evidence: list[Scored], *,
-          stopped: Callable[[], bool] = lambda: False,
+          cancel: CancelToken | None = None, deadline: float | None = None,
           counted: Callable[[Completion], None] | None = None) -> tuple[list[Scored], int]:
     """``evidence`` with its first ``JUDGE_UNITS`` re-ordered by score plus the model's
     judgment, and how many units the model read. Unchanged when fewer than two units are
     there or the model cannot tell for any of them (a backend without logits, an
-    error, a cancel or the run's time limit: ``stopped``): the harness's order stands.
+    error, ``cancel`` or the run's ``deadline``): the harness's order stands.
     ``counted`` is given each reading's usage where the backend reports one."""
     head = evidence[:JUDGE_UNITS]
     if len(head) < 2:
@@ -79,10 +83,9 @@ def judge(llm: LLM, question: str, evidence: list[Scored], *,
     odds: list[float] = []
     try:
         for e in head:
-            if stopped():
-                return evidence, len(odds)
-            x = log_odds(llm, question, e.unit.context, e.unit.text)
-            usage = getattr(llm, "last_usage", None)
+            x = log_odds(llm, question, e.unit.context, e.unit.text, cancel=cancel,
+                         deadline=deadline)
+            usage = getattr(llm, "judgment_usage", None)
             if counted is not None and isinstance(usage, Completion):
                 counted(usage)
             if x is None:

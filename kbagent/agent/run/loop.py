@@ -330,9 +330,8 @@ class Agent:
     def _rejudge(self, s: RunState, evidence: list[Scored]) -> list[Scored]:
         """The best units re-ordered by the model's judgment (kbagent/agent/run/judge.py);
         each reading counts in the run's usage."""
-        judged, s.judged = judge(
-            self.llm, s.question, evidence, counted=s.count,
-            stopped=lambda: self._cancel.cancelled or s.clock.perf_counter() > s.deadline)
+        judged, _ = judge(self.llm, s.question, evidence, cancel=self._cancel,
+                          deadline=s.deadline, counted=s.count)
         return judged
 
     def answer_turn(self, s: RunState, step: int, rag: bool, message: str

@@ -108,7 +108,6 @@ class RunState:
     last_finish: str = ""  # finish reason of the newest LLM call
     abstained: bool = False  # the answer says the knowledge base does not say
     short_answer: str = ""  # the fact in a few words, with its marker ("128 [1]")
-    judged: int = 0  # units the model judged (kbagent/agent/run/judge.py)
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
     clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
 
