@@ -31,6 +31,7 @@ from dataclasses import replace
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, Message
+from kbagent.agent.run.state import RunState
 from kbagent.errors import BackendError
 
 JUDGE_UNITS = 5  # the best units the model reads
@@ -98,3 +99,16 @@ def judge(llm: LLM, question: str, evidence: list[Scored], *,
               for e, x in zip(head, odds, strict=True)]
     judged.sort(key=lambda e: -e.score)
     return judged + evidence[JUDGE_UNITS:], len(head)
+
+
+def rejudger(llm: LLM, cancel: CancelToken, on: bool
+             ) -> Callable[[RunState, list[Scored]], list[Scored]] | None:
+    """The final turn's hook (``grounded_final(rejudge=...)``) when the setting is
+    ``on``: a run's best units re-ordered by the model's judgment, each reading counted
+    in the run's usage."""
+    def rejudge(s: RunState, evidence: list[Scored]) -> list[Scored]:
+        judged, _ = judge(llm, s.question, evidence, cancel=cancel, deadline=s.deadline,
+                          counted=s.count)
+        return judged
+
+    return rejudge if on else None

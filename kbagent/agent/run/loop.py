@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
-from kbagent.agent.answer.evidence import Scored, SentenceVectors
+from kbagent.agent.answer.evidence import SentenceVectors
 from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
@@ -34,7 +34,6 @@ from kbagent.agent.kinds import (
     AskMode,
     ErrorKind,
     SearchFirst,
-    ShortAnswerMode,
     Status,
     StepKind,
     ToolName,
@@ -49,7 +48,7 @@ from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import MODEL_READY, READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
-from kbagent.agent.run.judge import judge
+from kbagent.agent.run.judge import rejudger
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
@@ -62,7 +61,7 @@ from kbagent.agent.run.search_memory import (
     only_harness_searched,
     pending_followups,
 )
-from kbagent.agent.run.short_turn import ShortPicker
+from kbagent.agent.run.short_turn import picker
 from kbagent.agent.run.state import (
     SYSTEM_CLOCK,
     AgentConfig,
@@ -314,11 +313,10 @@ class Agent:
         if reason != MODEL_READY:  # (the model chose to answer: no limit stopped it)
             s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
-            pick = ShortPicker(self.llm, self.config.short_answer, self._cancel)
             ended = yield from grounded_final(
                 s, step, rag, top_k=self.config.rag_top_k, answer_turn=self.answer_turn,
-                pick=None if pick.mode is ShortAnswerMode.HARNESS else pick,
-                rejudge=self._rejudge if self.config.answer_judge else None)
+                pick=picker(self.llm, self.config.short_answer, self._cancel),
+                rejudge=rejudger(self.llm, self._cancel, self.config.answer_judge))
         else:
             sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
                        for c in final_sources(s, FINAL_SOURCES)]
@@ -326,13 +324,6 @@ class Agent:
                 s, step, rag, prompts.sources_message(s.question, sources, s.notes))
         if not ended:
             yield from finish(s, Status.ANSWERED if rag else Status.LIMIT)
-
-    def _rejudge(self, s: RunState, evidence: list[Scored]) -> list[Scored]:
-        """The best units re-ordered by the model's judgment (kbagent/agent/run/judge.py);
-        each reading counts in the run's usage."""
-        judged, _ = judge(self.llm, s.question, evidence, cancel=self._cancel,
-                          deadline=s.deadline, counted=s.count)
-        return judged
 
     def answer_turn(self, s: RunState, step: int, rag: bool, message: str
                     ) -> Generator[Event, None, bool]:

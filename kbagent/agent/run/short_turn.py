@@ -99,3 +99,10 @@ class ShortPicker:
         if words - content_tokens(evidence) - content_tokens(focus.question):
             return None  # words of its own: not copied from the sources
         return text
+
+
+def picker(llm: LLM, mode: ShortAnswerMode, cancel: CancelToken) -> ShortPicker | None:
+    """The final turn's short-answer picker for ``mode``; None when the harness states
+    it (no model call)."""
+    pick = ShortPicker(llm, mode, cancel)
+    return None if pick.mode is ShortAnswerMode.HARNESS else pick
