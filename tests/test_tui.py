@@ -417,3 +417,25 @@ def test_tui_command_refuses_model_and_url_together():
     assert res.exit_code == ExitCode.BAD_INPUT and "cannot be combined" in res.stderr
     res = CliRunner().invoke(cli, ["tui", "--help"])
     assert res.exit_code == 0 and "--kb" in res.stdout
+
+
+def test_a_burst_of_keys_then_enter_sends_the_whole_question(sample_settings):
+    """Keys arrive as a terminal sends them in a burst (a paste, a fast typist, tmux
+    send-keys): all queued before any is handled. Enter, a priority binding, used to
+    read the prompt before the keys ahead of it had reached it, and sent "Which GPU
+    model does the Kestrel Edge" for the whole question."""
+    from textual import events
+
+    app, _ = make_app(sample_settings, [ANSWER])
+
+    async def scenario(pilot):
+        screen = app.screen
+        screen.query_one(PromptInput).focus()
+        await pilot.pause()
+        for c in QUESTION:
+            app.post_message(events.Key("space" if c == " " else c, c))
+        app.post_message(events.Key("enter", "\r"))
+        await until(pilot, lambda: bool(screen.turns) and not screen.running)
+        assert screen.turns[-1].question == QUESTION
+
+    drive(app, scenario)

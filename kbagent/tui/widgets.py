@@ -37,6 +37,14 @@ class PromptInput(TextArea):
             self.text = text
 
     def action_submit(self) -> None:
+        # Enter is a priority binding: it runs as the key reaches the app, before the
+        # keys sent just ahead of it (a paste, a fast typist, tmux send-keys) have been
+        # handled by this widget, which lost the end of a question ("... the Kestrel
+        # Edge" for "... the Kestrel Edge appliance use?"). The text is read once this
+        # widget has handled every message before the submit.
+        self.call_later(self._submit_now)
+
+    def _submit_now(self) -> None:
         if not self.disabled:
             self.post_message(self.Submitted(self.text))
 
