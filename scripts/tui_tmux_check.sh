@@ -47,3 +47,8 @@ sleep 1
 tmux capture-pane -p -t "$SESSION" > "$OUT"
 echo "captured to $OUT" >&2
 cat "$OUT"
+# the question shown above the answer is the one typed: no key was lost on the way
+if ! grep -qF -- "❯ $QUESTION" "$OUT"; then
+  echo "the question shown is not the one typed (keys lost?): $QUESTION" >&2
+  exit 1
+fi
