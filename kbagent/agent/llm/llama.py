@@ -150,10 +150,22 @@ def close_all() -> None:
 MIN_GENERATION = 64  # fewer tokens of room than this (or than asked) is a full context
 
 
+def _cached_prefix(llm: Any, tokens: list[int]) -> int:
+    """How many of ``tokens`` the KV cache already holds (the prompt evaluated last
+    shares them), leaving at least the last one to evaluate: its logits are needed."""
+    cached = 0
+    for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
+        if a != b:
+            break
+        cached += 1
+    return min(cached, len(tokens) - 1)
+
+
 class LlamaCppLLM(LLM):
     supports_grammar = True
     local = True  # runs in this process (what kbagent says about itself)
     last_usage: Completion | None = None
+    judgment_usage: Completion | None = None  # of the last option_logprobs reading
 
     def __init__(self, model_path: Path, *, n_ctx: int = default("n_ctx"),
                  n_threads: int = default("n_threads"), seed: int = default("seed"),
@@ -237,8 +249,6 @@ class LlamaCppLLM(LLM):
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode(), add_bos=False, special=True))
 
-    judgment_usage: Completion | None = None
-
     def option_logprobs(self, messages: list[Message], options: list[str], *,
                         cancel: CancelToken | None = None, deadline: float | None = None
                         ) -> list[float] | None:
@@ -265,12 +275,7 @@ class LlamaCppLLM(LLM):
             if len(tokens) >= self.context_length:
                 raise ContextFull(f"prompt of {len(tokens)} tokens does not fit the "
                                   f"{self.context_length}-token context")
-            cached = 0
-            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-                if a != b:
-                    break
-                cached += 1
-            cached = min(cached, len(tokens) - 1)  # the last token is evaluated: its logits
+            cached = _cached_prefix(llm, tokens)
             started = time.perf_counter()
             try:
                 # the KV cache past the shared prefix goes (a recurrent model's cannot be
@@ -310,12 +315,7 @@ class LlamaCppLLM(LLM):
             # a limit is an upper bound (the loop asks for a grammar's worst case), so
             # it is clamped to the room left rather than refused
             max_tokens = min(max_tokens, room)
-            cached = 0
-            for a, b in zip(llm.input_ids[: llm.n_tokens], tokens, strict=False):
-                if a != b:
-                    break
-                cached += 1
-            cached = min(cached, len(tokens) - 1)
+            cached = _cached_prefix(llm, tokens)
             g = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
             started = time.perf_counter()
             text = ""

@@ -76,12 +76,13 @@ class OpenAICompatLLM(LLM):
             return ContextFull(f"LLM server {self.base_url}: {detail}")
         return BackendError(f"LLM server {self.base_url} answered HTTP {e.code}: {detail}")
 
-    def _open(self, body: dict[str, Any], guard: ReadGuard) -> Any:
-        """The streaming response; None when the guard fired (cancel or deadline)
-        before it came."""
+    def _open(self, body: dict[str, Any], guard: ReadGuard,
+              accept: str = "text/event-stream") -> Any:
+        """The response (streaming unless ``accept`` says otherwise); None when the
+        guard fired (cancel or deadline) before it came."""
         try:
             try:
-                return self._request(body, guard)
+                return self._request(body, guard, accept)
             except urllib.error.HTTPError as e:
                 failure = self._http_failure(e)
                 if (isinstance(failure, ContextFull) or "grammar" not in body
@@ -176,16 +177,21 @@ class OpenAICompatLLM(LLM):
         # a cancel or the run's deadline shuts the connection down, as in generate
         with ReadGuard(cancel, deadline) as guard:
             try:
-                with self._request(body, guard, "application/json") as resp:
+                resp = self._open(body, guard, "application/json")
+                if resp is None:
+                    return None
+                with resp:
                     answer = json.loads(resp.read().decode("utf-8", errors="replace"))
-            except urllib.error.HTTPError as e:
-                failure = self._http_failure(e)
-                if isinstance(failure, ContextFull) or e.code not in (400, 422, 501):
-                    raise failure from e
+            except ContextFull:
+                raise
+            except BackendError as e:
+                refused = e.__cause__
+                if not (isinstance(refused, urllib.error.HTTPError)
+                        and refused.code in (400, 422, 501)):
+                    raise
                 self.supports_logprobs = False  # the server takes no logprobs request
                 return None
-            except (urllib.error.URLError, http.client.HTTPException, OSError,
-                    ValueError) as e:
+            except (http.client.HTTPException, OSError, ValueError) as e:
                 if guard.ended():
                     return None
                 raise BackendError(f"LLM server {self.base_url}: no judgment: {e}") from e
@@ -193,9 +199,9 @@ class OpenAICompatLLM(LLM):
         if not top:
             self.supports_logprobs = False  # it answered, without log-probabilities
             return None
-        seen = {o: max((lp for tok, lp in top if tok.strip() == o), default=None)
-                for o in options}
-        if all(v is None for v in seen.values()):
+        seen = [max((lp for tok, lp in top if tok.strip() == o), default=None)
+                for o in options]
+        if all(v is None for v in seen):
             return None
         floor = min(lp for _, lp in top)
         usage = answer.get("usage") if isinstance(answer, dict) else None
@@ -203,7 +209,7 @@ class OpenAICompatLLM(LLM):
         self.judgment_usage = Completion("", prompt_tokens, prompt_tokens,
                                          _count(usage, "completion_tokens", 1), "stop",
                                          (time.perf_counter() - started) * 1000)
-        return [floor if v is None else v for v in seen.values()]
+        return [floor if v is None else v for v in seen]
 
     def _event(self, chunk: Any, data: str) -> tuple[str, str, dict[str, Any] | None]:
         """(text, finish reason or "", usage or None) of one streamed event. A shape

@@ -40,7 +40,6 @@ from kbagent.agent.answer.name_spans import name_part
 from kbagent.agent.answer.short import spans, yes_no
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event
-from kbagent.agent.kinds import ShortAnswerMode
 from kbagent.agent.llm.base import LLM
 from kbagent.agent.run import prompts
 from kbagent.agent.run.compare import (
@@ -66,7 +65,7 @@ from kbagent.agent.run.hops import names_in
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
 from kbagent.agent.run.second_hop import HopScored, first_hop, rank_second_hop
-from kbagent.agent.run.short_turn import ShortPicker
+from kbagent.agent.run.short_turn import picker
 from kbagent.agent.run.state import AgentConfig, RunState
 
 MAX_HOPS = 2  # follow-up searches after the question's own
@@ -96,8 +95,7 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
     caller's); True when the run already ended (a cancel, a failed model call). The
     short answer is stated as ``cfg.short_answer`` says (the model picks a span, or
     the harness's first span stands: :mod:`~kbagent.agent.run.short_turn`)."""
-    picker = ShortPicker(llm, cfg.short_answer, cancel)
-    pick = None if picker.mode is ShortAnswerMode.HARNESS else picker
+    pick = picker(llm, cfg.short_answer, cancel)
     hops: list[Hop] = []
     step = 0
     query: str | None = s.question

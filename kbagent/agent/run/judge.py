@@ -31,6 +31,7 @@ from dataclasses import replace
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, Message
+from kbagent.agent.run.final_turn import Rejudge
 from kbagent.agent.run.state import RunState
 from kbagent.errors import BackendError
 
@@ -101,8 +102,7 @@ def judge(llm: LLM, question: str, evidence: list[Scored], *,
     return judged + evidence[JUDGE_UNITS:], len(head)
 
 
-def rejudger(llm: LLM, cancel: CancelToken, on: bool
-             ) -> Callable[[RunState, list[Scored]], list[Scored]] | None:
+def rejudger(llm: LLM, cancel: CancelToken, on: bool) -> Rejudge | None:
     """The final turn's hook (``grounded_final(rejudge=...)``) when the setting is
     ``on``: a run's best units re-ordered by the model's judgment, each reading counted
     in the run's usage."""
