@@ -1,0 +1,208 @@
+"""The check stage of the model-authored answer policy (issue 44).
+
+The model writes the answer; this module reads it sentence by sentence and says, in
+words meant for the model, what in each sentence its cited chunks do not bear out:
+
+* a sentence that states something cites a source (the policy's abstention sentence,
+  :data:`NOT_IN_KB`, needs none), and every number it cites is a source;
+* every figure in it stands in a cited chunk as a reader compares figures: digits or
+  number words ("five seconds" = "5 s"), any unit of the same dimension ("the 2-minute
+  cap" = "120 seconds"), rounding to the precision written ("33%" for 33.33), or
+  computed: a cited figure times one calendar or unit factor ("$360 a year" from "$30
+  a month"), or two figures the answer states and its sources bear out, combined by one
+  sum, difference, product, ratio or percentage ("$216 more per year ($360 vs $144)").
+  A computed figure is accepted with its derivation recorded; a year is never computed;
+* every name and quoted or code term in it is in a cited chunk.
+
+Nothing here changes a sentence. The policy feeds :func:`feedback` to the model once and
+shows what still fails flagged (DESIGN.md, Answers).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kbagent.agent.answer.citations import clean_text
+from kbagent.agent.answer.evidence import facts_of, is_number, same_text
+from kbagent.agent.answer.sentences import MARKER, cited_numbers, normalize_markers, sentence_spans
+from kbagent.agent.policy.quantities import (
+    ANY_DIGITS,
+    VERSION,
+    Quantity,
+    close,
+    quantities,
+    same_quantity,
+)
+
+NOT_IN_KB = "The knowledge base does not say."
+# factors a reader applies without a source stating them: months, weeks and days of a
+# year, days of a week, hours of a day, minutes of an hour, seconds of an hour, per cent,
+# decimal and binary thousands
+FACTORS = (12, 52, 365, 7, 24, 60, 3600, 100, 1000, 1024)
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    """One answer sentence as checked: the sources it cites, what its cited chunks do
+    not bear out (``problems``, worded for the model), and each figure it computed
+    (``derived``, as "216 = 360 - 144")."""
+
+    text: str
+    cites: tuple[int, ...]
+    problems: tuple[str, ...] = ()
+    derived: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _number_text(v: float) -> str:
+    return f"{v:g}" if abs(v) < 1e15 else str(v)
+
+
+def _scaled(operands: Iterable[float]) -> Iterable[tuple[float, str]]:
+    """Every figure one calendar or unit factor makes of ``operands``, with how: a
+    month's rate over a year, a share as a percentage. Only upwards: dividing would make
+    every small number from a big one ("5" from a "60" in the chunk)."""
+    for a in operands:
+        for f in FACTORS:
+            yield a * f, f"{_number_text(a)} x {f}"
+
+
+def _combined(operands: Sequence[float]) -> Iterable[tuple[float, str]]:
+    """Every figure one operation makes of two of ``operands``, with how."""
+    for a, b in itertools.permutations(operands, 2):
+        sa, sb = _number_text(a), _number_text(b)
+        yield a + b, f"{sa} + {sb}"
+        yield a - b, f"{sa} - {sb}"
+        yield a * b, f"{sa} x {sb}"
+        if b:
+            yield a / b, f"{sa} / {sb}"
+            yield a / b * 100, f"{sa} / {sb} x 100"
+            yield (a - b) / b * 100, f"({sa} - {sb}) / {sb} x 100"
+        for f in FACTORS[:3]:  # a rate's difference over a year: (30 - 12) x 12
+            yield (a - b) * f, f"({sa} - {sb}) x {f}"
+
+
+def _derive(q: Quantity, candidates: Iterable[tuple[float, str]]) -> str | None:
+    if not q.decimals and q.value.is_integer() and 1900 <= q.value <= 2100:
+        return None  # a year is stated, never computed
+    for value, how in candidates:
+        if close(q.value, q.decimals, value):
+            return f"{q.text} = {how}"
+    return None
+
+
+class _Evidence:
+    """The figures and text of a set of chunks, read once."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        raw = "\n".join(texts)
+        self.text = same_text(raw) + "\n" + same_text(clean_text(raw))
+        self.quantities = quantities(raw) + quantities(clean_text(raw))
+        self.digits = {float(d.replace(",", "")) for d in ANY_DIGITS.findall(raw)}
+
+    def states(self, q: Quantity) -> bool:
+        return (any(same_quantity(q, s) for s in self.quantities)
+                or (not q.worded and q.value in self.digits))
+
+
+def _claimed(body: str) -> list[Quantity]:
+    """The figures a sentence claims: not a pronoun "one", not part of a version."""
+    versions = [m.span() for m in VERSION.finditer(body)]
+    out = []
+    for q in quantities(body):
+        if q.worded and q.text.lower() == "one":
+            continue
+        if any(q.text in body[s:e] for s, e in versions):
+            continue
+        out.append(q)
+    return out
+
+
+def _terms(body: str) -> list[str]:
+    """The names and quoted or code terms a sentence claims."""
+    return [f for f in facts_of(body) if not is_number(f)]
+
+
+def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
+                 ) -> list[SentenceCheck]:
+    """Check every sentence of ``answer`` against ``sources`` (citation number ->
+    the chunk's text); figures the question itself states count as given.
+
+    A computed figure must come from figures in view: one its cited chunks hold, scaled
+    by a calendar or unit factor, or two the answer states (itself borne out) combined
+    by one operation. So "it fell 3 points" alone is sent back, and "it fell 3 points,
+    from 45% to 42%" passes."""
+    given = _Evidence([question])
+    parsed = []
+    for s in (s.strip() for s in sentence_spans(answer)[0]):
+        if not s:
+            continue
+        s = normalize_markers(s, set(range(1, 10_000)))
+        cites = tuple(dict.fromkeys(cited_numbers(s)))
+        body = MARKER.sub(" ", s)
+        evidence = _Evidence(sources[n] for n in cites if n in sources)
+        parsed.append((s, cites, body, evidence, _claimed(body)))
+    # the figures the answer states that its sources bear out, as written or scaled
+    stated: list[float] = []
+    how: dict[tuple[int, int], str] = {}
+    for i, (_, _, _, evidence, figures) in enumerate(parsed):
+        for j, q in enumerate(figures):
+            if evidence.states(q) or given.states(q):
+                stated.append(q.value)
+                continue
+            scaled = _derive(q, _scaled(v.value for v in evidence.quantities))
+            if scaled is not None:
+                how[i, j] = scaled
+                stated.append(q.value)
+    pairs = list(dict.fromkeys(stated))[:24]
+    return [_check(i, p, how, pairs, sources, given) for i, p in enumerate(parsed)]
+
+
+def _check(i: int, parsed: tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]],
+           how: Mapping[tuple[int, int], str], pairs: Sequence[float],
+           sources: Mapping[int, str], given: _Evidence) -> SentenceCheck:
+    sentence, cites, body, evidence, figures = parsed
+    if same_text(body).startswith(same_text(NOT_IN_KB).rstrip(".")):
+        return SentenceCheck(sentence, cites)
+    problems: list[str] = []
+    unknown = [n for n in cites if n not in sources]
+    problems += [f"it cites [{n}], which is not one of the sources" for n in unknown]
+    known = [n for n in cites if n in sources]
+    if not known:
+        if not unknown:
+            problems.append("it cites no source")
+        return SentenceCheck(sentence, cites, tuple(problems))
+    where = ", ".join(f"[{n}]" for n in known)
+    derived = []
+    for j, q in enumerate(figures):
+        if evidence.states(q) or given.states(q):
+            continue
+        made = how.get((i, j)) or _derive(q, _combined([v for v in pairs if v != q.value]))
+        if made is not None:
+            derived.append(made)
+        else:
+            problems.append(f"the figure {q.text} is in none of its cited sources {where}")
+    for term in _terms(body):
+        if same_text(term) not in evidence.text and same_text(term) not in given.text:
+            problems.append(f"'{term}' is in none of its cited sources {where}")
+    return SentenceCheck(sentence, cites, tuple(problems), tuple(derived))
+
+
+def feedback(checks: Sequence[SentenceCheck]) -> str:
+    """The one message that tells the model what failed and why, sentence by sentence;
+    empty when every sentence passed."""
+    failed = [c for c in checks if not c.ok]
+    if not failed:
+        return ""
+    lines = ["These sentences of your answer are not borne out by the sources they cite:"]
+    lines += [f'- "{c.text}": ' + "; ".join(c.problems) + "." for c in failed]
+    lines.append("Write the whole answer again. Keep each sentence the sources support as "
+                 "it is. For each sentence listed, cite the source that states it, state "
+                 "the figures a computed number comes from, or leave the claim out. If "
+                 f"the sources do not answer the question, write: {NOT_IN_KB}")
+    return "\n".join(lines)
