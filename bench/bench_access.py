@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/bench_access.py --quick      # 400 documents, 300 queries
     .venv/bin/python bench/bench_access.py --code-only  # just part 3 (code), quick
     .venv/bin/python bench/bench_access.py --server-only  # just part 4 (servers), quick
+    .venv/bin/python bench/bench_access.py --links-only   # just part 5 (symbolic links)
 
 Two KBs are built from the same NFCorpus documents (one ``.md`` per document)
 through the real Ingestor, access declared by a ``.kbaccess`` file:
@@ -41,6 +42,11 @@ loop) is timed too, by lowering the exact-search threshold to 0.
             :mod:`bench.access_server_probe`): restricted chunks, symbols and paths
             returned per surface and caller must be 0; the executive must find them.
 
+5. links    symbolic links in the source folder (file and folder links, inside and
+            outside it, chains, loops; after an ingest and after a watch batch; see
+            :mod:`bench.access_link_probe`): restricted bytes returned to anonymous and
+            engineering callers must be 0.
+
 Results: a table on stdout and JSON in ``bench/out/access_results.json``.
 """
 
@@ -63,7 +69,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import access_code_probe, access_server_probe  # noqa: E402
+from bench import access_code_probe, access_link_probe, access_server_probe  # noqa: E402
 from kbagent.agent.answer.citations import CitationLedger  # noqa: E402
 from kbagent.agent.tools.base import ToolContext  # noqa: E402
 from kbagent.agent.tools.schema import validate  # noqa: E402
@@ -240,9 +246,14 @@ def main() -> None:
                     help="server probes per caller (half documents, half code)")
     ap.add_argument("--server-asks", type=int, default=4,
                     help="'ask' calls per caller (scripted LLM)")
+    ap.add_argument("--links-only", action="store_true", help="only the links probe (part 5)")
+    ap.add_argument("--link-docs", type=int, default=60, help="documents per kind, links probe")
     args = ap.parse_args()
     if args.code_only:
         run_code_only(args)
+        return
+    if args.links_only:
+        run_links_only(args)
         return
     if args.server_only:
         run_server_only(args)
@@ -286,6 +297,8 @@ def main() -> None:
                                                 0.5, args.code_probes)
         log("server probe")
         results["server"] = server_probe(settings, work, args)
+        log("links probe")
+        results["links"] = access_link_probe.run(work, HashEmbedder(), args.link_docs)
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "access_results.json").write_text(json.dumps(results, indent=2))
@@ -302,6 +315,17 @@ def run_code_only(args: argparse.Namespace) -> None:
     (OUT_DIR / "access_code_results.json").write_text(json.dumps(results, indent=2))
     print(f"load average start {results['load_avg_start']}, end {results['load_avg_end']}")
     access_code_probe.print_code(results["code"])
+
+
+def run_links_only(args: argparse.Namespace) -> None:
+    results: dict = {"load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    with tempfile.TemporaryDirectory(prefix="bench_access_links_") as tmp:
+        results["links"] = access_link_probe.run(Path(tmp), HashEmbedder(), args.link_docs)
+    results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "access_links_results.json").write_text(json.dumps(results, indent=2))
+    print(f"load average start {results['load_avg_start']}, end {results['load_avg_end']}")
+    access_link_probe.print_links(results["links"])
 
 
 def server_probe(settings: Settings, work: Path, args: argparse.Namespace) -> dict:
@@ -355,6 +379,8 @@ def print_table(r: dict) -> None:
         access_code_probe.print_code(r["code"])
     if "server" in r:
         access_server_probe.print_server(r["server"])
+    if "links" in r:
+        access_link_probe.print_links(r["links"])
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ MALFORMED = {
     "not_a_string": "---\naccess: [executives, 3]\n---\n",
     "empty_string": "---\naccess: ''\n---\n",
     "twice": "---\naccess: all\nAccess: executives\n---\n",
+    # issue 45: YAML keeps the last of a repeated key; the same spelling twice is malformed
+    "twice_same_spelling": "---\naccess: [executives]\naccess: all\n---\n",
+    "twice_quoted": "---\naccess: [executives]\n'access': all\n---\n",
+    "twice_toml": "+++\naccess = ['executives']\naccess = 'all'\n+++\n",
+    "merged_in": "---\nd: &d {access: all}\n<<: *d\n---\n",
     "never_closes": "---\naccess: executives\ntitle: x\n",
     "broken_toml": "+++\naccess = [executives\n+++\n",
     "yaml_list": "---\n- access: all\n---\n",

@@ -130,3 +130,27 @@ def test_bm25_scores_do_not_depend_on_hidden_documents(settings, make_folder, em
     assert "secret.md" in execs
     assert execs["p1.md"] != pytest.approx(bm25_scores(settings, "without", "quokka pool",
                                                        ANONYMOUS)["p1.md"], rel=1e-4)
+
+
+def test_bm25_scores_have_the_same_precision_for_every_caller(settings, make_folder, embedder):
+    """(issue 45, item 8) A caller who may not read everything gets scores rescored with
+    its own statistics; in float64 they told it that it was rescored, i.e. that hidden
+    documents exist. Every caller's scores are float32, as tantivy's own are."""
+    import numpy as np
+
+    from kbagent.kb.access import ANONYMOUS, Principal
+
+    Ingestor(settings, "with", embedder=embedder).run(make_folder({**STATS_PUBLIC,
+                                                                    **STATS_HIDDEN}))
+    execs = Principal("m", frozenset({"executives"}))
+    for query in ("quokka pool", "quokka", "pool census numbat", "quokka island"):
+        for who in (ANONYMOUS, Principal("sam", frozenset({"hr"})), execs):
+            scores = bm25_scores(settings, "with", query, who)
+            assert scores, (query, who)
+            for path, score in scores.items():
+                assert float(np.float32(score)) == score, (query, who.label, path, score)
+    res = runner.invoke(app, ["search", "quokka pool", "--kb", "with", "--json"])
+    assert res.exit_code == 0, res.output
+    for hit in json.loads(res.stdout):
+        if hit["bm25_score"] is not None:
+            assert float(np.float32(hit["bm25_score"])) == hit["bm25_score"]

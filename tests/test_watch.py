@@ -128,6 +128,19 @@ def test_a_changed_kbaccess_applies_access_again(watched):
     assert paths_for(session, "aardvark") == set()  # anonymous no longer sees it
 
 
+def test_an_access_made_malformed_is_hidden_and_noted_as_ingest_notes_it(watched):
+    """(issue 45, item 9) The update hides the document and carries ingest's note."""
+    root, session, updates = watched
+    assert "a.md" in paths_for(session, "aardvark")
+    (root / "a.md").write_text("---\naccess: [executives\n---\n# Alpha\n\nThe aardvark sleeps.\n")
+    assert wait_for(lambda: any(u.committed for u in updates))
+    notes = [f for u in updates for f in u.notes]
+    assert [(f.path, f.hidden) for f in notes] == [("a.md", True)]
+    assert notes[0].reason.startswith("malformed access declaration (front-matter is not valid "
+                                      "YAML") and notes[0].reason.endswith("; hidden until fixed")
+    assert "a.md" not in paths_for(session, "aardvark")
+
+
 def test_the_folder_emptied_is_logged_and_the_kb_kept(watched):
     root, session, updates = watched
     (root / "a.md").unlink()
@@ -207,21 +220,33 @@ def test_cli_ingest_watch_logs_updates_and_stops_cleanly_on_ctrl_c(make_folder, 
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=ctrl_c_reaches_the_child)
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),
-                              daemon=True)
-    reader.start()
+    errs: list[str] = []
+    readers = [threading.Thread(target=lambda f=f, out=out: out.extend(iter(f.readline, "")),
+                                daemon=True) for f, out in ((proc.stdout, lines),
+                                                            (proc.stderr, errs))]
+    for reader in readers:
+        reader.start()
     try:
         assert wait_for(lambda: any("KB 'w' updated" in x for x in lines), 300)
         time.sleep(1.0)  # the watch starts after the first ingest's summary line
         (root / "b.md").write_text("# Beta\n\nThe badger digs.\n")
         assert wait_for(lambda: any("1 added, 0 changed, 0 removed" in x for x in lines), 300)
+        # issue 45, item 9: an access made malformed is hidden, and the log says so
+        (root / "b.md").write_text("---\naccess: 5\n---\n# Beta\n\nThe badger digs.\n")
+        assert wait_for(lambda: any("0 added, 1 changed, 0 removed" in x for x in lines), 300)
+        assert wait_for(lambda: any("note b.md: malformed access declaration (front-matter "
+                                    "access: expected a group name or a list of them, got int "
+                                    "5); hidden until fixed" in x for x in errs), 60), errs
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        for reader in readers:
+            reader.join(30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = "".join(errs)
     assert proc.returncode == 0, err
-    assert "stopped watching; KB 'w' is at gen-000002" in err
+    assert "stopped watching; KB 'w' is at gen-000003" in err
     kb = KnowledgeBase(settings, "w")
     assert sorted(kb.store.paths()) == ["a.md", "b.md"]
     kb.close()

@@ -107,36 +107,54 @@ def _front_matter(lines: list[Line]) -> tuple[dict[str, Any], int, str]:
         return {}, 0, (f"front-matter opened with '{opener}' never closes" if mentions else "")
     mentions = mentions or bool(_ACCESS_WORD.search(block))
     try:
-        data = _parse_block(block, opener)
+        data, keys = _parse_block(block, opener)
     except ValueError as e:
         return {}, 0, (f"front-matter is not valid {e}" if mentions else "")
     if not isinstance(data, dict):
         return {}, end + 1, ("front-matter is not a mapping" if mentions else "")
-    keys = [k for k in data if isinstance(k, str) and k.strip().lower() == "access"]
-    if len(keys) > 1:
-        return {}, end + 1, f"front-matter declares access twice ({', '.join(map(repr, keys))})"
-    if keys:
-        data = {**data, "access": data[keys[0]]}
+    read = _access_keys(list(data))  # as the parser kept them (the last of a repeated key)
+    if len(keys) > 1 or len(read) > 1:
+        return {}, end + 1, ("front-matter declares access twice ("
+                             f"{', '.join(map(repr, keys if len(keys) > 1 else read))})")
+    if len(read) != len(keys):  # a tagged key (!!null access) or one only a merge (<<) gave
+        return {}, end + 1, "front-matter access key is not a plain 'access:' line"
+    if read:
+        data = {**data, "access": data[read[0]]}
     return data, end + 1, ""
 
 
-def _parse_block(block: str, opener: str) -> Any:
-    """YAML (``---``) or TOML (``+++``); ValueError('YAML: ...') when it does not parse."""
+def _access_keys(keys: list[object]) -> list[str]:
+    return [k for k in keys if isinstance(k, str) and k.strip().lower() == "access"]
+
+
+def _parse_block(block: str, opener: str) -> tuple[Any, list[str]]:
+    """YAML (``---``) or TOML (``+++``) -> (data, the access keys as written, each time
+    written: YAML keeps only the last of a repeated key, so they are read off the parse
+    tree); ValueError('YAML: ...') when it does not parse."""
     if opener == "+++":
         import tomllib
 
-        try:
-            return tomllib.loads(block)
+        try:  # TOML itself refuses a repeated key
+            data = tomllib.loads(block)
+            return data, _access_keys(list(data))
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"TOML: {e}") from None
     import yaml
 
+    if not block.strip():
+        return {}, []
+    loader = yaml.SafeLoader(block)
     try:
-        return yaml.safe_load(block) if block.strip() else {}
+        node = loader.get_single_node()
+        keys = _access_keys([k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+                            if isinstance(node, yaml.MappingNode) else [])
+        return loader.construct_document(node) if node is not None else None, keys
     except yaml.YAMLError as e:
         raise ValueError(f"YAML: {' '.join(str(e).split())[:120]}") from None
     except (ValueError, TypeError, OverflowError, RecursionError) as e:  # e.g. 2026-02-30
         raise ValueError(f"YAML: {type(e).__name__}: {str(e)[:120]}") from None
+    finally:
+        loader.dispose()
 
 
 def _access(meta: dict[str, Any], problem: str) -> tuple[list[str], bool, str]:

@@ -31,11 +31,7 @@ from kbagent.kb.access import (
 )
 from kbagent.kb.bm25_first import PartialVectors, is_pending, publish_bm25_first
 from kbagent.kb.chunker import chunk_document
-from kbagent.kb.embedder import (
-    Embedder,
-    load_embedder,
-    remote_embedder,
-)
+from kbagent.kb.embedder import Embedder, load_embedder, remote_embedder
 from kbagent.kb.extract import extract
 from kbagent.kb.file_modes import fsync_path, private_dir, tighten_tree, write_atomic
 from kbagent.kb.formats.builder import ExtractLimits
@@ -66,7 +62,7 @@ from kbagent.kb.repair import CRC_KEY, checked_base, file_crc32
 from kbagent.kb.source_text import ExtractError, Skip
 from kbagent.kb.store import Store, text_hash
 from kbagent.kb.vectors import VectorIndex
-from kbagent.kb.walker import is_named, walk, walk_named
+from kbagent.kb.walker import is_named, read_source, walk, walk_named
 from kbagent.settings import Settings
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -179,16 +175,17 @@ class Ingestor:
     def _scan(self, source: Path, report: IngestReport, base_docs: dict[str, Any],
               model_id: str) -> tuple[list[Pending], set[str]]:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        files = list(walk(source)) if self.only_paths is None else walk_named(
-            source, self.only_paths, base_docs)
+        links: list[tuple[str, str]] = []  # never followed (walker.py): reported skipped
+        files = list(walk(source, links)) if self.only_paths is None else walk_named(
+            source, self.only_paths, base_docs, links)
+        report.files += [FileReport(path, "skipped", why) for path, why in dict(links).items()]
         pending: list[Pending] = []
         keep: set[str] = set()
         for i, sf in enumerate(files):
             self._progress("scan", i, len(files))
             if sf.size > limit:
-                report.files.append(FileReport(
-                    sf.path, "skipped",
-                    f"too large ({sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
+                report.files.append(FileReport(sf.path, "skipped", f"too large ("
+                    f"{sf.size / 1e6:.1f} MB > {self.settings.max_file_mb:g} MB limit)"))
                 continue
             old = base_docs.get(sf.path)
             if (self.only_paths is not None and old is not None and not is_named(
@@ -197,7 +194,7 @@ class Ingestor:
                 keep.add(sf.path)
                 continue
             try:
-                data = sf.abspath.read_bytes()
+                data = read_source(sf.abspath)  # a link put there since the walk: ELOOP
             except OSError as e:
                 report.files.append(FileReport(sf.path, "failed", f"cannot read: {e.strerror}"))
                 keep.add(sf.path)  # keep the stored version of a file we cannot read now

@@ -14,7 +14,8 @@ the chunks that caller may read: the chunk count and each term's document
 frequency (count queries under the same access filter) and the average length
 (the ``body_tokens`` fast field summed under the filter). Term frequency and
 field length per candidate come from tantivy's own explanation, so a score is
-exactly the BM25 tantivy would give if the index held only the visible chunks.
+the BM25 tantivy would give if the index held only the visible chunks, rounded to
+float32 as tantivy's own scores are (so its precision says nothing either).
 The candidates are the best ``max(2 x limit, 100)`` by the global statistics; a
 query matching more visible chunks than that is exact within that pool (about
 50 us per candidate, measured in BENCHMARKS.md). An
@@ -27,6 +28,8 @@ import math
 import re
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, index_tokens
 
@@ -219,7 +222,9 @@ class LexicalIndex:
                 k1, b, freq, dl = parts["k1"], parts["b"], parts["freq"], parts["dl"]
                 mean = avgdl or parts["avgdl"]
                 score += (k1 + 1) * idf * freq / (freq + k1 * (1 - b + b * dl / mean))
-            scored.append((int(cid), score))
+            # tantivy scores in float32: a float64 score would tell this caller that it is
+            # the one rescored, i.e. that documents hidden from it exist
+            scored.append((int(cid), float(np.float32(score))))
         scored.sort(key=lambda x: (-x[1], x[0]))
         return scored[:limit]
 

@@ -2,8 +2,14 @@
 
 Ignore files apply to their own folder and below, like git's. Version-control
 and tool folders (``.git``, ``node_modules``, virtual environments, caches) and
-kbagent homes are always skipped, as are symbolic links that lead outside the source
-root.
+kbagent homes are always skipped.
+
+Symbolic links (and Windows junctions) are never followed, to a file or a folder,
+inside the source root or out of it: a link's own path would otherwise carry its
+target's text past the target's ``.kbaccess`` line and ignore rules. A target inside
+the root is read at its own path, under its own rules; one outside is not read. Each
+link not ignored is named, with why, in the ``skipped`` list the caller passes (the
+ingest report). The source root itself may be a link: it is resolved first.
 """
 
 from __future__ import annotations
@@ -27,6 +33,36 @@ class SourceFile:
     path: str  # relative to the source root, forward slashes
     abspath: Path
     size: int
+
+
+Skipped = list[tuple[str, str]]  # (root-relative path, why): the links met, not followed
+
+
+def is_link(p: Path | os.DirEntry[str]) -> bool:
+    """A symbolic link, or a Windows junction (a folder link Python does not call one)."""
+    junction = getattr(p, "is_junction", None)  # Python 3.12+
+    return p.is_symlink() or bool(junction is not None and junction())
+
+
+def link_note(root: Path, p: Path) -> str:
+    """Why the link ``p`` (under ``root``, resolved) is not followed, for a person."""
+    try:
+        target = p.resolve(strict=True)
+    except (OSError, RuntimeError):  # broken, or a loop (RuntimeError before Python 3.13)
+        return "symbolic link that leads nowhere (broken, or a loop): not followed"
+    if not target.is_relative_to(root):
+        return "symbolic link to outside the source folder: not followed"
+    shown = target.relative_to(root).as_posix()
+    return (f"symbolic link to {'the source folder' if shown == '.' else shown}: not followed "
+            "(the target is read at its own path, under its own access and ignore rules)")
+
+
+def read_source(path: Path) -> bytes:
+    """A walked file's bytes, refusing a link put in its place since the walk (ELOOP)
+    and never blocking on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _load_spec(folder: Path) -> pathspec.GitIgnoreSpec | None:
@@ -61,14 +97,15 @@ def in_kb_home(root: Path, parts: list[str]) -> bool:
     return any(is_kb_home(root.joinpath(*parts[:i])) for i in range(1, len(parts) + 1))
 
 
-def walk(root: Path) -> Iterator[SourceFile]:
-    """Yield ingestible candidate files under ``root`` in a stable (sorted) order."""
+def walk(root: Path, skipped: Skipped | None = None) -> Iterator[SourceFile]:
+    """Yield ingestible candidate files under ``root`` in a stable (sorted) order; the
+    links met (not ignored) go to ``skipped``."""
     root = root.resolve()
-    yield from _walk(root, root, [])
+    yield from _walk(root, root, [], [] if skipped is None else skipped)
 
 
-def _walk(root: Path, start: Path,
-          specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> Iterator[SourceFile]:
+def _walk(root: Path, start: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]],
+          skipped: Skipped) -> Iterator[SourceFile]:
     """The files under ``start`` (a folder in ``root``), ``specs`` being the ignore
     files of the folders above ``start``."""
 
@@ -93,20 +130,20 @@ def _walk(root: Path, start: Path,
         for entry in entries:
             p = Path(entry.path)
             try:
-                if entry.is_symlink():
-                    target = p.resolve()
-                    if not target.is_relative_to(root) or target == root:
-                        continue
-                is_dir = entry.is_dir()
+                link = is_link(entry)
+                is_dir = entry.is_dir(follow_symlinks=False) or (link and p.is_dir())
             except OSError:
+                continue
+            if link:  # never followed (module docstring); named unless ignored
+                if (entry.name not in ALWAYS_SKIP_DIRS | ALWAYS_SKIP_FILES
+                        and not ignored(p, is_dir)):
+                    skipped.append((p.relative_to(root).as_posix(), link_note(root, p)))
                 continue
             if is_dir:
                 if entry.name in ALWAYS_SKIP_DIRS or ignored(p, True) or is_kb_home(p):
                     continue
-                if entry.is_symlink():  # a link inside the tree would visit files twice
-                    continue
                 yield from visit(p)
-            elif entry.is_file():
+            elif entry.is_file(follow_symlinks=False):
                 if entry.name in ALWAYS_SKIP_FILES or ignored(p, False):
                     continue
                 try:
@@ -120,13 +157,15 @@ def _walk(root: Path, start: Path,
     yield from visit(start)
 
 
-def walk_named(root: Path, named: set[str], known: Iterable[str]) -> list[SourceFile]:
+def walk_named(root: Path, named: set[str], known: Iterable[str],
+               skipped: Skipped | None = None) -> list[SourceFile]:
     """What :func:`walk` would yield when only the ``named`` paths (root-relative, as a
     file watcher reports them) may have changed since the ``known`` files were seen:
     each named file that is there and not ignored, each named folder walked whole,
     and every known file not named and not under a named path, assumed still there
-    (size 0: the caller does not read it). Sorted by path."""
+    (size 0: the caller does not read it). Sorted by path. Links: as :func:`walk`."""
     root = root.resolve()
+    skipped = [] if skipped is None else skipped
     out: dict[str, SourceFile] = {}
     for rel in named:
         p = root / rel
@@ -136,13 +175,17 @@ def walk_named(root: Path, named: set[str], known: Iterable[str]) -> list[Source
             if (any(x in ALWAYS_SKIP_DIRS for x in parts[:-1])
                     or _ignored_above(root, parts, is_dir) or in_kb_home(root, parts)):
                 continue
-            if p.is_symlink() and not p.resolve().is_relative_to(root):
+            if any(is_link(root.joinpath(*parts[:i])) for i in range(1, len(parts))):
+                continue  # under a linked folder: the link is never followed
+            if is_link(p):
+                if parts[-1] not in ALWAYS_SKIP_DIRS | ALWAYS_SKIP_FILES:
+                    skipped.append((rel, link_note(root, p)))
                 continue
             if is_dir:
-                if parts[-1] in ALWAYS_SKIP_DIRS or p.is_symlink():
+                if parts[-1] in ALWAYS_SKIP_DIRS:
                     continue
                 specs = _specs_above(root, parts)
-                out.update((sf.path, sf) for sf in _walk(root, p, specs))
+                out.update((sf.path, sf) for sf in _walk(root, p, specs, skipped))
             elif p.is_file() and parts[-1] not in ALWAYS_SKIP_FILES:
                 out[rel] = SourceFile(rel, p, p.stat().st_size)
         except OSError:

@@ -29,7 +29,7 @@ import watchfiles
 
 from kbagent.errors import KbagentError, KbBusyError
 from kbagent.kb.ingest import Ingestor
-from kbagent.kb.models import IngestReport
+from kbagent.kb.models import FileReport, IngestReport
 from kbagent.kb.walker import ALWAYS_SKIP_DIRS, IGNORE_FILES, in_kb_home
 
 DEBOUNCE_MS = 1600  # longest a batch gathers events
@@ -53,6 +53,9 @@ class WatchUpdate:
     full: bool = False  # the whole folder was read again (ignore or access file changed)
     error: str = ""  # the batch failed (the KB keeps its live generation)
     paths: list[str] = field(default_factory=list)
+    # the batch's files with a note, as ingest prints them (skipped, failed, a malformed
+    # access declaration "hidden until fixed", ...)
+    notes: list[FileReport] = field(default_factory=list)
 
     @classmethod
     def of(cls, report: IngestReport, generation: str, full: bool) -> WatchUpdate:
@@ -62,7 +65,8 @@ class WatchUpdate:
                    chunks=sum(f.chunks for f in report.files if f.status in ("added",
                                                                                "updated")),
                    chunks_total=report.chunks_total, seconds=report.seconds,
-                   committed=report.committed, generation=generation, full=full)
+                   committed=report.committed, generation=generation, full=full,
+                   notes=[f for f in report.files if f.reason])
 
     def line(self) -> str:
         if self.error:
