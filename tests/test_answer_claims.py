@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbagent.agent.policy.check import NOT_IN_KB, check_answer, feedback
-from kbagent.agent.policy.quantities import quantities, same_quantity
+from kbagent.agent.answer.claims import NOT_IN_KB, check_answer, feedback
+from kbagent.agent.answer.figures import quantities, same_quantity
 
 BACKOFF = ("Retries use exponential backoff: the first retry waits 500ms, each later "
            "retry doubles the wait, and the wait is capped at 120 seconds.")

@@ -1,6 +1,6 @@
 """Numbers as a reader compares them: digits or words, with a unit or without.
 
-The check stage of the model-authored answer policy (:mod:`~kbagent.agent.policy.check`)
+The check stage of the model-authored answer policy (:mod:`~kbagent.agent.answer.claims`)
 asks whether a number a model wrote stands in the chunks it cites. A reader counts "five
 seconds" and "5 s" as the same figure, and "the 2-minute cap" as the sources' "120
 seconds"; so :func:`quantities` reads every number of a text as a :class:`Quantity`

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import clean_text
 from kbagent.agent.answer.evidence import facts_of, is_number, same_text
-from kbagent.agent.answer.sentences import MARKER, cited_numbers, normalize_markers, sentence_spans
-from kbagent.agent.policy.quantities import (
+from kbagent.agent.answer.figures import (
     ANY_DIGITS,
     VERSION,
     Quantity,
@@ -35,6 +34,7 @@ from kbagent.agent.policy.quantities import (
     quantities,
     same_quantity,
 )
+from kbagent.agent.answer.sentences import MARKER, cited_numbers, normalize_markers, sentence_spans
 
 NOT_IN_KB = "The knowledge base does not say."
 # factors a reader applies without a source stating them: months, weeks and days of a
