@@ -97,6 +97,9 @@ class _Defaults:
     rerank_model: str = ""
     rerank_top_n: int = 20
     rerank_timeout: float = 10.0
+    # Servers (kbagent serve / mcp / acp)
+    serve_max_asks: int = 8
+    serve_max_asks_per_caller: int = 4
 
 
 DEFAULTS = _Defaults()

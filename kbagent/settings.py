@@ -269,6 +269,10 @@ class Settings(BaseSettings):
     rerank_model: Str = D.rerank_model  # model name sent to the server, or a CrossEncoder dir
     rerank_top_n: Int = D.rerank_top_n  # fused hits the reranker reorders
     rerank_timeout: Float = D.rerank_timeout  # seconds before a reranker counts as down
+    # Servers: questions running or waiting for the one model, in all and per caller;
+    # one more is refused at once ("server busy; retry later") instead of queueing
+    serve_max_asks: Int = D.serve_max_asks
+    serve_max_asks_per_caller: Int = D.serve_max_asks_per_caller
 
     @property
     def config_path(self) -> Path:

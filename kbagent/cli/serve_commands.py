@@ -41,10 +41,34 @@ def _service(ctx: typer.Context, kb: list[str] | None, principal: Any = None,
     return KbService(settings, kb, principal=principal or ANONYMOUS)
 
 
+class SafeFormatter(logging.Formatter):
+    """Log lines carry client input (an HTTP ``Host`` or ``Origin`` header, a request
+    the SDK or uvicorn could not parse): each record is written as one line of plain
+    text, without terminal control sequences (:func:`kbagent.safe_text.clean`) and with
+    newlines shown as ``\\n``; a traceback keeps its lines, cleaned the same way."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        from kbagent.safe_text import clean
+
+        return clean(super().formatMessage(record)).replace("\n", "\\n")
+
+    def formatException(self, ei: Any) -> str:
+        from kbagent.safe_text import clean
+
+        return clean(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        from kbagent.safe_text import clean
+
+        return clean(super().formatStack(stack_info))
+
+
 def _quiet_logging() -> None:
-    """Diagnostics on stderr as plain lines (stdout is the protocol on stdio)."""
-    logging.basicConfig(level=logging.WARNING, format="kbagent: %(message)s",
-                        stream=sys.stderr, force=True)
+    """Diagnostics on stderr as plain lines (stdout is the protocol on stdio), every
+    logger's (the SDK's, uvicorn's) through :class:`SafeFormatter`."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SafeFormatter("kbagent: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
 
 @app.command()
@@ -101,7 +125,7 @@ def serve(
     if ctx.invoked_subcommand is not None:
         return
     from kbagent.server.auth import TokenStore
-    from kbagent.server.http import check_bind
+    from kbagent.server.http import check_bind, listen_socket
     from kbagent.server.http import serve as run_http
     from kbagent.server.mcp_server import build_server
 
@@ -109,14 +133,20 @@ def serve(
     path = _tokens_path(settings, tokens)
     store = TokenStore.load(path, settings.users_path) if tokens or path.exists() else None
     check_bind(host, store)  # before loading anything
-    service = _service(ctx, kb, None, model, llm_url)
+    sock = listen_socket(host, port)  # a port in use: one line, exit 4, nothing printed
+    try:
+        service = _service(ctx, kb, None, model, llm_url)
+    except BaseException:
+        sock.close()
+        raise
     server = build_server(service)
     _quiet_logging()
     who = f"{len(store)} token(s) from {path}" if store else "no tokens: every caller anonymous"
     stderr_console().print(f"kbagent: MCP at http://{host}:{port}/mcp ({who})", markup=False)
     try:
-        run_http(server, host, port, store)
+        run_http(server, host, sock, store)
     finally:
+        sock.close()
         service.close()
 
 

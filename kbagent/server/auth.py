@@ -14,6 +14,10 @@ show who may call but not how::
 ``kbagent serve token add NAME (--as USER | --groups a,b)`` makes a random token,
 stores its hash and prints the token once. A request without a token is anonymous;
 a token that is not in the file is refused (HTTP 401).
+
+Whoever can write the tokens file (or the users file it names users from) can make
+themselves any caller, so the server refuses to start, as ssh does, when either is
+writable by its group or by others, or owned by someone else.
 """
 
 from __future__ import annotations
@@ -68,6 +72,23 @@ def read_entries(path: Path) -> list[TokenEntry]:
     return out
 
 
+def check_private(path: Path, what: str) -> None:
+    """Refuse a file that others could rewrite: writable by its group or by everyone,
+    or owned by another user (root aside)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return  # a missing file is reported by the reader, with its hint
+    mode = st.st_mode & 0o777
+    if mode & 0o022:
+        raise BadInputError(f"{what} {path} is writable by other users (mode {mode:04o}); "
+                            f"anyone could make themselves a caller: run 'chmod go-w {path}'")
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is not None and st.st_uid not in (uid, 0):
+        raise BadInputError(f"{what} {path} belongs to another user (uid {st.st_uid}); "
+                            "the server trusts only its own user's files")
+
+
 class TokenStore:
     """Token hash -> principal, built once when the server starts."""
 
@@ -76,11 +97,14 @@ class TokenStore:
 
     @classmethod
     def load(cls, path: Path, users_file: Path) -> TokenStore:
+        check_private(path, "tokens file")
         users: dict[str, frozenset[str]] | None = None
         out: dict[str, Principal] = {}
         for e in read_entries(path):
             if e.user is not None:
-                users = users if users is not None else load_users(users_file)
+                if users is None:
+                    check_private(users_file, "users file")
+                    users = load_users(users_file)
                 if e.user not in users:
                     raise NotFoundError(f"tokens file {path}: token {e.name!r} names unknown "
                                         f"user {e.user!r} (not in {users_file})")

@@ -3,7 +3,11 @@
 
 Searches, reads and symbol lookups run concurrently (from any thread); questions
 queue for the one LLM (a llama.cpp model runs one generation at a time) behind a
-lock, so a slow ask never blocks a search. Every call takes the caller's
+lock, so a slow ask never blocks a search. The queue is bounded: at most
+``serve_max_asks`` questions running or waiting in all and ``serve_max_asks_per_caller``
+per caller; one more is refused at once with :class:`ServerBusyError` ("retry
+later"), never left to hang. A question whose client went away (the transport
+cancels :data:`CLIENT_GONE`) is cancelled and frees its place. Every call takes the caller's
 :class:`~kbagent.kb.access.Principal` and goes through a per-caller view of the
 session, so access is decided where the CLI and TUI decide it.
 """
@@ -12,12 +16,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote, unquote
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.kinds import AskMode
-from kbagent.errors import BadInputError, KbagentError, NotFoundError
+from kbagent.errors import BadInputError, ExitCode, KbagentError, NotFoundError
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.server import models as m
 from kbagent.session import MODES, Session
@@ -29,6 +34,18 @@ MAX_K = 100
 SEARCH_MODES = ("hybrid", "bm25", "vector")
 READ_DEFAULT_LINES = 80  # the agent's kb_cat rule: 80 lines unless an end is given...
 READ_MAX_LINES = 120  # ...and never more than 120 at once (next_line says where to go on)
+LIMITS = ("serve_max_asks", "serve_max_asks_per_caller")
+
+# The client of the call being served, as a token the transport cancels when that
+# client goes away (``kbagent serve``: the HTTP connection that carried the call closed).
+# An ask made under it is cancelled then, so an abandoned question frees its place.
+CLIENT_GONE: ContextVar[CancelToken | None] = ContextVar("kbagent_client_gone", default=None)
+
+
+class ServerBusyError(KbagentError):
+    """Too many questions are running or waiting for the model: retry later."""
+
+    exit_code = ExitCode.BUSY
 
 
 def document_uri(kb: str, path: str) -> str:
@@ -64,13 +81,26 @@ class KbService:
     def __init__(self, settings: Settings, kb_names: list[str] | None = None, *,
                  principal: Principal = ANONYMOUS, llm: Any = None,
                  mode: AskMode = AskMode.AUTO) -> None:
+        for name in LIMITS:
+            if getattr(settings, name) < 1:
+                raise BadInputError(f"setting {name!r} must be 1 or more, got "
+                                    f"{getattr(settings, name)}")
         self.settings = settings
         self.principal = principal  # the caller when the transport names no one
         self.session = Session(settings, kb_names, mode=mode, llm=llm)
         self.session.open_kbs()
+        self.max_asks = settings.serve_max_asks
+        self.max_asks_per_caller = settings.serve_max_asks_per_caller
         self._generation = threading.Lock()  # one question at a time on the LLM
         self._count = threading.Lock()
         self.asks_waiting = 0  # questions waiting for the LLM (shown by /health)
+        self._asks: dict[Principal, int] = {}  # questions running or waiting, per caller
+
+    @property
+    def asks(self) -> int:
+        """Questions admitted: running or waiting for the LLM (shown by /health)."""
+        with self._count:
+            return sum(self._asks.values())
 
     def close(self) -> None:
         self.session.close()
@@ -179,13 +209,27 @@ class KbService:
         """Run the agent for ``principal`` (blocking: call it from a worker thread).
         Questions wait for the LLM in turn; a cancel while waiting or running ends the
         run (``token``). ``on_event`` sees every agent event as it happens; ``previous``
-        (question, answer) makes it a follow-up."""
-        from kbagent.agent.events import Final
-
+        (question, answer) makes it a follow-up. Beyond the limits on questions (in all,
+        per caller) it raises :class:`ServerBusyError` at once."""
         question = check_text("question", question)
         if mode is not None and mode not in MODES:
             raise BadInputError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
         token = token or CancelToken()
+        self._admit(principal)
+        gone = CLIENT_GONE.get()
+        unhook = gone.on_cancel(token.cancel) if gone is not None else None
+        try:
+            return self._run(principal, question, mode, token, on_event, previous)
+        finally:
+            if unhook is not None:
+                unhook()
+            self._leave(principal)
+
+    def _run(self, principal: Principal, question: str, mode: str | None, token: CancelToken,
+             on_event: Callable[[Any], None] | None,
+             previous: tuple[str, str] | None) -> m.AskResult:
+        from kbagent.agent.events import Final
+
         view = self.view(principal)
         view.mode = AskMode(mode) if mode else self.session.mode
         self._waiting(+1)
@@ -210,6 +254,28 @@ class KbService:
         if result is None:
             return cancelled(question, view.mode)
         return ask_result(result)
+
+    def _admit(self, principal: Principal) -> None:
+        with self._count:
+            total, mine = sum(self._asks.values()), self._asks.get(principal, 0)
+            if total >= self.max_asks:
+                raise ServerBusyError(
+                    f"server busy: {total} questions are already running or waiting for the "
+                    f"model (serve_max_asks = {self.max_asks}); retry later")
+            if mine >= self.max_asks_per_caller:
+                raise ServerBusyError(
+                    f"server busy: this caller already has {mine} questions running or "
+                    f"waiting (serve_max_asks_per_caller = {self.max_asks_per_caller}); "
+                    "retry when one has finished")
+            self._asks[principal] = mine + 1
+
+    def _leave(self, principal: Principal) -> None:
+        with self._count:
+            left = self._asks.get(principal, 1) - 1
+            if left > 0:
+                self._asks[principal] = left
+            else:
+                self._asks.pop(principal, None)
 
     def _waiting(self, delta: int) -> None:
         with self._count:
