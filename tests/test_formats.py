@@ -28,7 +28,7 @@ FILES = {
     "handbook.docx": (lambda: w.make_docx("QUOKKADOCX"), "QUOKKADOCX", "§ Limits"),
     "roadmap.pptx": (lambda: w.make_pptx("QUOKKAPPTX"), "QUOKKAPPTX", "slide 2"),
     "budget.xlsx": (lambda: w.make_xlsx("QUOKKAXLSX"), "QUOKKAXLSX", "Budget!A"),
-    "guide.epub": (lambda: w.make_epub("QUOKKAEPUB"), "QUOKKAEPUB", "chapter 2"),
+    "guide.epub": (lambda: w.make_epub("QUOKKAEPUB"), "QUOKKAEPUB", "chapter “Chapter 2”"),
     "churn.ipynb": (lambda: w.make_ipynb("QUOKKANB"), "QUOKKANB", "cell"),
     "rates.csv": (lambda: b"City,Rate\nParis,90\nQUOKKACSV,75\n", "QUOKKACSV", "A1:B3"),
 }
@@ -120,8 +120,8 @@ def test_epub_chapters_in_spine_order_with_headings():
     doc = extract("guide.epub", w.make_epub("QUOKKAEPUB"))
     chunks = chunk_document(doc)
     assert doc.title == "Field guide"
-    assert [(c.heading, c.location) for c in chunks] == [
-        ("Chapter 1", "chapter 1"), ("Chapter 2", "chapter 2")]
+    assert [(c.heading, c.location) for c in chunks] == [  # named by the book's own toc
+        ("Chapter 1", "chapter “Chapter 1”"), ("Chapter 2", "chapter “Chapter 2”")]
 
 
 @pytest.mark.parametrize(

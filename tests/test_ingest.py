@@ -293,7 +293,7 @@ def test_manifest_is_plain_inspectable_json(settings, make_folder, embedder):
     kb_dir = settings.kbs_dir / "docs"
     m = json.loads((kb_dir / current_generation(kb_dir) / "manifest.json").read_text())
     assert m["schema_version"] == 2 and m["documents"] == 3
-    assert m["chunker"] == {"version": 6, "max_tokens": 200, "overlap": 32}
+    assert m["chunker"] == {"version": 7, "max_tokens": 200, "overlap": 32}
     assert os.path.isdir(kb_dir / current_generation(kb_dir) / "tantivy")
 
 

@@ -216,7 +216,7 @@ def _sections(doc: ExtractedDoc) -> list[_Section]:
     body = doc.lines[doc.body_start :]
     if doc.sections:
         return _explicit_sections(doc)
-    if doc.format in ("markdown", "html", "text", "docx", "epub", "ipynb"):
+    if doc.format in ("markdown", "html", "text", "docx", "odt", "epub", "ipynb"):
         return _markdown_sections(body)
     if doc.format == "rst":
         return _rst_sections(body)

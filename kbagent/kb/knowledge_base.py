@@ -51,7 +51,7 @@ from kbagent.settings import Settings
 # 2: the BM25 index carries each chunk's access groups (issue 10). A v1 KB is
 # refused with the rebuild hint (its index cannot filter; --rebuild reuses its vectors).
 SCHEMA_VERSION = 2
-CHUNKER_VERSION = 6  # bump when extraction or chunking output changes: KBs then need --rebuild
+CHUNKER_VERSION = 7  # bump when extraction or chunking output changes: KBs then need --rebuild
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 GEN_RE = gen_locks.GEN_RE  # a generation folder's name: "gen-" and six or more digits
 

@@ -112,6 +112,10 @@ def describe(segments: list[Segment], start: int, end: int) -> str:
         nums = [int(s.label) for s in same if s.label.isdigit()]
         if nums:
             return _range(min(nums), max(nums), unit, unit + "s")
+        if unit == CHAPTER:  # an EPUB chapter is named by its title
+            titles = list(dict.fromkeys(s.label for s in same))
+            return (f"chapter “{titles[0]}”" if len(titles) == 1
+                    else f"chapters “{titles[0]}” – “{titles[-1]}”")
         return f"{unit} {same[0].label}"
     labels = [s.label for s in same if s.label]
     if not labels:

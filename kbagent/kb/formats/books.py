@@ -2,9 +2,11 @@
 
 EPUB: the spine's documents in reading order, each HTML chapter turned into lines
 by :mod:`kbagent.kb.html_text` (its headings become ``#`` lines); a line's place
-is its chapter number. Notebooks: markdown cells as written, code cells fenced
-(so a ``#`` comment is never a heading) and followed by their text outputs; a
-line's place is its cell number (1-based, as Jupyter's cell list counts).
+is its chapter, named by its title in the book's table of contents (else its first
+heading), so a citation reads ``chapter “The Storm”``. Notebooks: markdown cells as
+written, code cells fenced (so a ``#`` comment is never a heading) and followed by
+their text outputs; a line's place is its cell number (1-based, as Jupyter's cell
+list counts).
 """
 
 from __future__ import annotations
@@ -12,14 +14,47 @@ from __future__ import annotations
 import io
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from kbagent.kb.formats.builder import DocBuilder
 from kbagent.kb.html_text import html_to_lines
 from kbagent.kb.locations import CELL, CHAPTER
-from kbagent.kb.models import ExtractedDoc
+from kbagent.kb.models import MD_HEADING, ExtractedDoc
 from kbagent.kb.source_text import ExtractError, Skip, decode_text
 
 MAX_OUTPUT_LINES = 40  # of one cell's outputs; a long log is not knowledge
+MAX_TITLE = 80  # characters of a chapter title in a citation
+
+
+def _toc_titles(toc: Any) -> list[tuple[str, str]]:
+    """(file, title) of every table-of-contents entry, depth first (the book's order)."""
+    out: list[tuple[str, str]] = []
+    for entry in toc or ():
+        if isinstance(entry, tuple) and len(entry) == 2:
+            out.extend(_toc_titles([entry[0]]))
+            out.extend(_toc_titles(entry[1]))
+            continue
+        href, title = getattr(entry, "href", None), getattr(entry, "title", None)
+        if href and title:
+            out.append((unquote(str(href).split("#")[0]), " ".join(str(title).split())))
+    return out
+
+
+def _chapter_names(book: Any) -> dict[str, str]:
+    """Spine file name -> the title its first table-of-contents entry gives it. A nav
+    entry names the file as the book does; an EPUB 2 NCX one relative to the NCX."""
+    names = [item.get_name() for item in book.get_items()]
+    titles: dict[str, str] = {}
+    for href, title in _toc_titles(book.toc):
+        name = next((n for n in names if n == href or n.endswith("/" + href.lstrip("./"))),
+                    None)
+        if name is not None and title and name not in titles:
+            titles[name] = title
+    return titles
+
+
+def _short(title: str) -> str:
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1].rstrip() + "…"
 
 
 def extract_epub(path: str, data: bytes, stem: str) -> ExtractedDoc:
@@ -27,6 +62,7 @@ def extract_epub(path: str, data: bytes, stem: str) -> ExtractedDoc:
     from ebooklib import epub
 
     book = epub.read_epub(io.BytesIO(data), options={"ignore_ncx": True})
+    titles = _chapter_names(book)
     out = DocBuilder()
     chapter = 0
     for idref, _linear in book.spine:
@@ -38,13 +74,19 @@ def extract_epub(path: str, data: bytes, stem: str) -> ExtractedDoc:
         if not any(ln.text.strip() for ln in lines):
             continue
         chapter += 1
+        # named as the reader knows it: its table-of-contents title, else its first
+        # heading; its number in the spine only when it has neither (a title page
+        # and a cover count in the spine, so "chapter 3" is often not Chapter 3)
+        heading = next((m.group(2).strip() for ln in lines if (m := MD_HEADING.match(ln.text))),
+                       "")
+        label = _short(titles.get(item.get_name()) or heading) or str(chapter)
         for ln in lines:
-            out.add(ln.text, CHAPTER, str(chapter))
-        out.add("", CHAPTER, str(chapter))
+            out.add(ln.text, CHAPTER, label)
+        out.add("", CHAPTER, label)
     if not out.lines:
         raise Skip("EPUB has no text")
-    titles = book.get_metadata("DC", "title")
-    title = str(titles[0][0]).strip() if titles else ""
+    meta = book.get_metadata("DC", "title")
+    title = str(meta[0][0]).strip() if meta else ""
     return out.build(path, "epub", title or stem, explicit=False)
 
 

@@ -1,8 +1,10 @@
 """Word (.docx, python-docx) and PowerPoint (.pptx, python-pptx) -> lines with places.
 
 Word: headings (``Heading N``/``Title`` styles) become ``#`` lines, so the chunker's
-heading trail follows the document's outline; list paragraphs keep a ``-`` or
-``1.`` marker indented by level; tables become Markdown tables. A line's place is
+heading trail follows the document's outline; list paragraphs keep the marker Word
+shows (``-``, ``3.``, ``b)``, see :mod:`kbagent.kb.formats.word_parts`) indented by
+level; footnotes and endnotes follow the paragraph that cites them (``[^1]: text``);
+tables become Markdown tables. A line's place is
 the section (heading) it sits under. PowerPoint: one section per slide, titled
 ``slide N: <title>``; text frames, tables (also inside groups) and speaker notes
 in reading order. A line's place is its slide number.
@@ -15,6 +17,12 @@ import re
 from typing import Any
 
 from kbagent.kb.formats.builder import DocBuilder, cell_text, table_row, table_rule
+from kbagent.kb.formats.word_parts import (
+    WordNotes,
+    WordNumbering,
+    element_notes,
+    paragraph_text,
+)
 from kbagent.kb.locations import SECTION, SLIDE
 from kbagent.kb.models import ExtractedDoc
 from kbagent.kb.source_text import Skip
@@ -30,23 +38,19 @@ def _heading_level(style_name: str) -> int:
     return min(6, int(m.group(1))) if m else 0
 
 
-def _list_marker(par: Any, style: str, counters: dict[int, int]) -> str:
-    """``- `` or ``N. `` indented by level for list paragraphs, '' otherwise."""
-    style = style.lower()
-    ppr = par._p.pPr
-    num = ppr.numPr if ppr is not None else None
-    if num is None and not style.startswith("list"):
-        counters.clear()
+def _list_marker(numbering: WordNumbering, par: Any, style_id: str, style: str) -> str:
+    """The marker Word shows (``1. ``, ``  b) ``, ``- ``) indented by level; a list
+    style without a numbering definition gets ``- ``; '' outside lists."""
+    marker = numbering.marker(par._p, style_id)
+    if marker is not None:
+        return marker
+    if not style.lower().startswith("list"):
+        numbering.unstyled.count.clear()
         return ""
-    level = 0
-    if num is not None and num.ilvl is not None and num.ilvl.val is not None:
-        level = int(num.ilvl.val)
-    for deeper in [k for k in counters if k > level]:
-        del counters[deeper]
-    if "number" in style:
-        counters[level] = counters.get(level, 0) + 1
-        return "  " * level + f"{counters[level]}. "
-    return "  " * level + "- "
+    if "number" in style.lower():
+        numbering.unstyled.step(0)
+        return f"{numbering.unstyled.at(0)}. "
+    return "- "
 
 
 def _table_lines(rows: list[list[str]]) -> list[str]:
@@ -58,16 +62,18 @@ def _table_lines(rows: list[list[str]]) -> list[str]:
     return [table_row(rows[0]), table_rule(width), *(table_row(r) for r in rows[1:])]
 
 
-def _docx_table(table: Any) -> list[str]:
+def _docx_table(table: Any, notes: WordNotes) -> list[str]:
+    """The table's rows, then the notes its cells cite (``[^1]`` in the cell)."""
     rows = []
     for row in table.rows:
         cells: list[str] = []
         last: Any = None
         for cell in row.cells:  # a merged cell repeats: show it once
-            cells.append("" if cell._tc is last else cell_text(cell.text))
+            text = "\n".join(paragraph_text(p, notes)[0] for p in cell.paragraphs)
+            cells.append("" if cell._tc is last else cell_text(text))
             last = cell._tc
         rows.append(cells)
-    return _table_lines(rows)
+    return _table_lines(rows) + notes.lines(element_notes(table._tbl, notes))
 
 
 def extract_docx(path: str, data: bytes, stem: str) -> ExtractedDoc:
@@ -80,31 +86,35 @@ def extract_docx(path: str, data: bytes, stem: str) -> ExtractedDoc:
     names = {s.style_id: s.name or "" for s in document.styles}
     base = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
     default = (base.name or "") if base is not None else ""
+    default_id = base.style_id if base is not None else ""
+    numbering, notes = WordNumbering(document), WordNotes(document)
     out = DocBuilder()
     heading = ""
-    counters: dict[int, int] = {}
     for block in document.iter_inner_content():
         if isinstance(block, Table):
-            counters.clear()
-            lines = _docx_table(block)
+            lines = _docx_table(block, notes)
             if lines:
                 out.add("", SECTION, heading)
                 for line in lines:
                     out.add(line, SECTION, heading)
                 out.add("", SECTION, heading)
             continue
-        text = block.text.strip()
+        raw, cited = paragraph_text(block, notes)
+        text = raw.strip()
         if not text:
             continue
-        style = names.get(block._p.style, default) if block._p.style else default
+        style_id = block._p.style or default_id or ""
+        style = names.get(style_id, default)
+        marker = _list_marker(numbering, block, style_id, style)
         level = _heading_level(style)
-        if level:
-            counters.clear()
-            heading = " ".join(text.split())
+        if level:  # a numbered heading keeps its number ("2.1 Scope")
+            heading = " ".join((marker.strip() + " " + text if marker.strip(" -") else text)
+                               .split())
             out.add(f"{'#' * level} {heading}", SECTION, heading)
-            continue
-        marker = _list_marker(block, style, counters)
-        out.add(marker + text, SECTION, heading)
+        else:
+            out.add(marker + text, SECTION, heading)
+        for line in notes.lines(cited):
+            out.add(line, SECTION, heading)
     if not any(ln.text.strip() for ln in out.lines):
         raise Skip("Word document has no text")
     title = (document.core_properties.title or "").strip()

@@ -24,11 +24,11 @@ from kbagent.kb.source_text import Skip, decode_text
 PROGRESS_EVERY = 5000  # rows between progress ticks
 
 
-class _TooBig(Exception):
-    pass
+class TooManyRows(Exception):
+    """More rows than the max_sheet_rows setting allows."""
 
 
-def _add_sheet(out: DocBuilder, name: str, label: str, rows: Iterable[tuple[int, list[str]]],
+def add_sheet(out: DocBuilder, name: str, label: str, rows: Iterable[tuple[int, list[str]]],
                limits: ExtractLimits, seen: list[int], total: int) -> None:
     """Write one sheet's rows: ``rows`` yields (sheet row number, cell texts)."""
     kept: list[tuple[int, list[str]]] = []
@@ -40,7 +40,7 @@ def _add_sheet(out: DocBuilder, name: str, label: str, rows: Iterable[tuple[int,
             continue
         seen[0] += 1
         if seen[0] > limits.max_sheet_rows:
-            raise _TooBig
+            raise TooManyRows
         if seen[0] % PROGRESS_EVERY == 0:
             limits.tick(seen[0], max(total, seen[0]))
         width = max(width, len(cells))
@@ -55,7 +55,7 @@ def _add_sheet(out: DocBuilder, name: str, label: str, rows: Iterable[tuple[int,
         out.add(table_row(cells + [""] * (width - len(cells))), SHEET, label, number, width)
 
 
-def _too_many(limits: ExtractLimits) -> Skip:
+def too_many(limits: ExtractLimits) -> Skip:
     return Skip(f"more than {limits.max_sheet_rows:,} rows (the max_sheet_rows setting); "
                 "raise it to ingest this file")
 
@@ -104,9 +104,9 @@ def extract_xlsx(path: str, data: bytes, stem: str, limits: ExtractLimits) -> Ex
     try:
         for ws in sheets:
             name = "".join(ch for ch in ws.title if ch.isprintable())  # a name is data too
-            _add_sheet(out, name, name, _xlsx_rows(ws), limits, seen, total)
-    except _TooBig:
-        raise _too_many(limits) from None
+            add_sheet(out, name, name, _xlsx_rows(ws), limits, seen, total)
+    except TooManyRows:
+        raise too_many(limits) from None
     finally:
         wb.close()
     if not out.lines:
@@ -132,9 +132,9 @@ def extract_csv(path: str, data: bytes, stem: str, limits: ExtractLimits) -> Ext
     out = DocBuilder()
     seen = [0]
     try:
-        _add_sheet(out, stem, "", rows(), limits, seen, text.count("\n"))
-    except _TooBig:
-        raise _too_many(limits) from None
+        add_sheet(out, stem, "", rows(), limits, seen, text.count("\n"))
+    except TooManyRows:
+        raise too_many(limits) from None
     except csv.Error as e:
         from kbagent.kb.source_text import ExtractError
 
