@@ -15,6 +15,7 @@ from kbagent.cli import (  # noqa: F401
     code_commands,
     eval_commands,
     kb_commands,
+    models_commands,
     serve_commands,
     tui_commands,
     verify_commands,
