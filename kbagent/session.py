@@ -36,6 +36,7 @@ from kbagent.settings import Settings
 if TYPE_CHECKING:
     from kbagent.agent.events import AgentResult, Event
     from kbagent.agent.llm.base import LLM
+    from kbagent.agent.run.conversation import Conversation
     from kbagent.agent.run.loop import Agent
     from kbagent.kb.embedder import Embedder
     from kbagent.kb.models import Line
@@ -122,7 +123,8 @@ def reference_view(settings: Settings, ref: dict[str, Any], max_lines: int = 400
 
 # Files a text editor cannot show: the system's opener gets them (a PDF viewer, an
 # office suite), the location in the reference says where to look.
-SYSTEM_OPENED = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".epub", ".ipynb"})
+SYSTEM_OPENED = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".epub", ".ipynb",
+                           ".odt", ".ods", ".odp", ".fodt", ".fods", ".fodp"})
 
 
 def system_opener() -> str:
@@ -178,6 +180,7 @@ class Session:
         self._token: CancelToken | None = None  # the current or prepared run's token
         self._prepared: CancelToken | None = None  # made by prepare_run, not yet started
         self._lock = threading.Lock()
+        self._conversation: Conversation | None = None  # the last run's turns (ask)
 
     # --- KBs ----------------------------------------------------------------
     def open_kbs(self, *, required: bool = True) -> OpenedKbs:
@@ -248,6 +251,7 @@ class Session:
         view = copy.copy(self)
         view.principal = principal
         view._token = view._prepared = None
+        view._conversation = None  # a caller's turns are its own
         view._lock = threading.Lock()
         return view
 
@@ -315,14 +319,16 @@ class Session:
     def ask(self, question: str, *, previous: tuple[str, str] | None = None,
             token: CancelToken | None = None, trace_to: Path | None = None) -> Iterator[Event]:
         """Run the agent on ``question``; yield its events. ``previous`` (question,
-        answer) of the last turn makes this a follow-up that sees it; ``trace_to``
+        answer) of the last turn makes this a follow-up, whose earlier turns are the run's
+        context, never glued to the question (:func:`follow_up_context`); ``trace_to``
         records the run (prompts, raw output, events) in that JSONL file."""
         with self._lock:
             token = token or self._prepared or CancelToken()
             self._prepared, self._token = None, token
-        question = follow_up_question(question, previous)
+        context = follow_up_context(self._conversation, previous)
         if trace_to is None:
-            yield from self.agent().run(question, cancel=token)
+            yield from self._remembered(context, self.agent().run(question, cancel=token,
+                                                                  context=context))
             return
         from kbagent.agent.llm.trace import TraceWriter, TracingLLM
 
@@ -331,14 +337,33 @@ class Session:
         try:
             writer.header(question=question, kbs=self.kbs, mode=self.mode, tools=self.tools,
                           settings=self.settings, llm=self.load_llm(), principal=self.principal)
-            for ev in self.agent(TracingLLM(self.load_llm(), writer)).run(question,
-                                                                           cancel=token):
+            run = self.agent(TracingLLM(self.load_llm(), writer)).run(
+                question, cancel=token, context=context)
+            for ev in self._remembered(context, run):
                 writer.event(ev)
                 result = getattr(ev, "result", result)
                 yield ev
         finally:
             writer.end(result, "interrupted")
             writer.close()
+
+    def _remembered(self, context: Conversation | None,
+                    events: Iterator[Event]) -> Iterator[Event]:
+        """``events``; the run's turn is remembered with its ``context``, so the next
+        follow-up of this session carries the turns before its previous one."""
+        from kbagent.agent.events import Final
+        from kbagent.agent.run.conversation import Conversation
+
+        try:
+            for ev in events:
+                if isinstance(ev, Final):
+                    self._conversation = (context or Conversation()).then(
+                        ev.result.question, ev.result.answer)
+                yield ev
+        finally:  # a run left early (a closed stream) ends now, as with ``yield from``
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
 
     def save_last_answer(self, result: AgentResult) -> None:
         save_last_answer(self.settings, result, self.principal)
@@ -358,12 +383,16 @@ class Session:
             close()
 
 
-def follow_up_question(question: str, previous: tuple[str, str] | None) -> str:
-    """A follow-up carries the previous turn in the question itself, so the search
-    and the model both see it (the loop takes one question string)."""
+def follow_up_context(remembered: Conversation | None,
+                      previous: tuple[str, str] | None) -> Conversation | None:
+    """The earlier turns of a follow-up whose previous turn is ``previous`` (None: not
+    a follow-up): the agent's search and prompts see them, the question is never glued
+    to them. The last run's ``remembered`` turns come along when it was ``previous``."""
+    from kbagent.agent.run.conversation import Conversation, Turn
+
     if not previous or not previous[0]:
-        return question
-    prev_q, prev_a = previous
-    prev_a = " ".join(prev_a.split())[:300]
-    return (f"{question} (follow-up to the previous question \"{prev_q}\""
-            + (f", answered: \"{prev_a}\"" if prev_a else "") + ")")
+        return None
+    turn = Turn(*previous)
+    if remembered is not None and remembered.last == turn:
+        return remembered
+    return Conversation((turn,))

@@ -19,7 +19,7 @@ from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.cli import app
 from kbagent.errors import ExitCode, KbCorruptError, NotFoundError
 from kbagent.kb.knowledge_base import KnowledgeBase, current_generation
-from kbagent.session import Session, follow_up_question, open_kbs
+from kbagent.session import Session, follow_up_context, open_kbs
 from tests.scripted_llm import ScriptedLLM
 
 
@@ -124,10 +124,15 @@ def test_refresh_does_not_close_a_store_another_thread_reads(sample_settings, em
         old.count()
 
 
-def test_follow_up_question_carries_the_previous_turn():
-    q = follow_up_question("And in Q3?", ("What was the gross margin in Q2?", "71.4% [1]."))
-    assert q.startswith("And in Q3?") and "gross margin in Q2" in q and "71.4%" in q
-    assert follow_up_question("Hi", None) == "Hi"
+def test_a_follow_up_context_holds_the_previous_turns_not_the_question():
+    prev = ("What was the gross margin in Q2?", "71.4% [1].")
+    context = follow_up_context(None, prev)
+    assert context is not None and [(t.question, t.answer) for t in context.turns] == [prev]
+    assert follow_up_context(context, None) is None
+    # the turns before the previous one come along when it was the session's last run
+    longer = context.then("And in Q3?", "66.2% [2].")
+    assert follow_up_context(longer, ("And in Q3?", "66.2% [2].")) is longer
+    assert len(follow_up_context(longer, ("Other?", "x")).turns) == 1
 
 
 # ----------------------------------------------------------------- backends

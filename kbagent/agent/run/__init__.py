@@ -12,5 +12,5 @@ apart), ``calc_plan``, ``quantities`` and ``calculation`` (the arithmetic a
 question asks for, units of measure, the calculation and its answer),
 ``router`` and ``about`` (``--mode auto`` and what kbagent says about itself),
 ``prompts`` and ``react`` (what the model is told and the text protocol it
-answers in).
+answers in), ``conversation`` (a follow-up's earlier turns: its search and prompts).
 """

@@ -98,7 +98,7 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
     pick = picker(llm, cfg.short_answer, cancel)
     hops: list[Hop] = []
     step = 0
-    query: str | None = s.question
+    query: str | None = s.query
     while query is not None:
         if cancel.is_set():
             yield from cancelled(s)

@@ -200,7 +200,7 @@ def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
     searched, computed with the calculator, written with both figures cited; True if
     the answer is written."""
     g = _g(s)
-    yield from search_step(s, step, s.question, "I will look up the figures that make up "
+    yield from search_step(s, step, s.query, "I will look up the figures that make up "
                            "the total.", OPERAND_TOP_K)
     cut: dict[int, list[Unit]] = {}  # each chunk's units, cut once
 

@@ -44,6 +44,7 @@ from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
 from kbagent.agent.run.bridge import hop_run
+from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import MODEL_READY, READY, generate
@@ -69,6 +70,7 @@ from kbagent.agent.run.state import (
     RunState,
     StepDone,
     final_sources,
+    limit_reason,
     record_step,
     result_of,
 )
@@ -105,16 +107,18 @@ class Agent:
         self._cancel.cancel()
 
     # ------------------------------------------------------------------ run
-    def run(self, question: str, cancel: CancelToken | None = None) -> Iterator[Event]:
+    def run(self, question: str, cancel: CancelToken | None = None, *,
+            context: Conversation | None = None) -> Iterator[Event]:
         """Answer ``question``. ``cancel`` is this run's token (a UI makes it before
         starting the run, so an early cancel is kept); without one the agent's own
-        token is used, and a fresh one is made when the run ends."""
+        token is used, and a fresh one is made when the run ends. ``context``: the
+        conversation's earlier turns, for a follow-up (its search and prompts only)."""
         question = " ".join(valid_unicode(question).split())  # undecodable bytes: U+FFFD
         if not question:
             raise BadInputError("empty question")
         if cancel is not None:
             self._cancel = cancel
-        run = self._run(question)
+        run = self._run(question, context)
         try:
             for ev in run:
                 if isinstance(ev, Final):  # references record what they cited (hashes)
@@ -126,7 +130,8 @@ class Agent:
             if cancel is None or self._cancel is cancel:
                 self._cancel = CancelToken()  # the next run starts uncancelled
 
-    def _run(self, question: str) -> Generator[Event, None, None]:
+    def _run(self, question: str, context: Conversation | None
+             ) -> Generator[Event, None, None]:
         cfg = self.config
         mode = route(question) if cfg.mode == AskMode.AUTO else cfg.mode
         if mode != AskMode.DIRECT and not self.kbs:
@@ -144,7 +149,7 @@ class Agent:
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
                      registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
-                     clock=self.clock)
+                     clock=self.clock, context=context)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -197,33 +202,24 @@ class Agent:
             return completion, text, TurnEnd(reason=f"{aborted} reached")
         return completion, text, GO_ON
 
-    def _limit(self, s: RunState, step: int) -> str:
-        cfg = self.config
-        if step >= cfg.max_steps:
-            return f"step limit of {cfg.max_steps} reached"
-        if s.usage.budget_tokens >= cfg.token_budget:
-            return f"token budget of {cfg.token_budget} used"
-        if s.clock.perf_counter() > s.deadline:
-            return f"time limit of {cfg.time_limit:g}s reached"
-        return ""
-
     # ----------------------------------------------------------------- agent
     def _agent(self, s: RunState) -> Iterator[Event]:
         cfg = self.config
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
-                      Message("user", prompts.question_message(s.question))]
+                      Message("user", in_conversation(prompts.question_message(s.question),
+                                                      s.context))]
         step = 0
         if cfg.search_first == SearchFirst.QUESTION and ToolName.KB_SEARCH in s.tools:
             step = 1
-            out = yield from search_step(s, step, s.question, prompts.RAG_THOUGHT, cfg.rag_top_k)
+            out = yield from search_step(s, step, s.query, prompts.RAG_THOUGHT, cfg.rag_top_k)
             # the results join the question: no step written for the model to copy
-            s.messages[-1] = Message("user", prompts.question_with_results(
-                s.question, out.text, step, cfg.max_steps))
+            s.messages[-1] = Message("user", in_conversation(prompts.question_with_results(
+                s.question, out.text, step, cfg.max_steps), s.context))
         while True:
             if self._cancel.is_set():
                 yield from cancelled(s)
                 return
-            reason = self._limit(s, step)
+            reason = limit_reason(s, cfg, step)
             if not reason and s.repeats >= MAX_REPEATS:
                 reason = "the model repeated the same call"
             if not reason and s.followups:
@@ -293,7 +289,7 @@ class Agent:
             yield from act(s, cfg, self._cancel, step, parsed, text, completion, started)
             if (not s.followups and s.injected < MAX_FOLLOWUPS
                     and parsed.action in SEARCH_TOOLS and s.steps[-1].action in SEARCH_TOOLS
-                    and not s.steps[-1].cached and not self._limit(s, step)):
+                    and not s.steps[-1].cached and not limit_reason(s, cfg, step)):
                 # the model searched on its own but not what the first hits point to:
                 # the harness adds that search (no LLM call) before the model goes on
                 pending = pending_followups(s)
@@ -336,7 +332,8 @@ class Agent:
             return True
         started = s.clock.perf_counter()
         yield StepStarted(step, kind=StepKind.ANSWER if rag else StepKind.FORCED_FINAL)
-        s.messages = [Message("system", prompts.FINAL_SYSTEM), Message("user", message)]
+        s.messages = [Message("system", prompts.FINAL_SYSTEM),
+                      Message("user", in_conversation(message, s.context))]
         completion, _, ended = yield from self._turn(s, step, None,
                                                      self.config.final_max_tokens, True)
         if ended.done:
@@ -355,10 +352,9 @@ class Agent:
             s.mode = AskMode.RAG
         step = len(s.steps)
         # a fallback after the harness's first search skips it
-        if search_call(s.question, self.config.rag_top_k) not in s.calls:
+        if search_call(s.query, self.config.rag_top_k) not in s.calls:
             step += 1
-            yield from search_step(s, step, s.question, prompts.RAG_THOUGHT,
-                                   self.config.rag_top_k)
+            yield from search_step(s, step, s.query, prompts.RAG_THOUGHT, self.config.rag_top_k)
         if self._cancel.is_set():
             yield from cancelled(s)
             return
@@ -381,7 +377,7 @@ class Agent:
             return
         s.messages = [Message("system", prompts.DIRECT.format(kbs=", ".join(self.kbs) or
                                                               "none yet")),
-                      Message("user", s.question)]
+                      Message("user", in_conversation(s.question, s.context))]
         s.processor.auto_cite = False
         completion, _, ended = yield from self._turn(s, 1, None, 160, final_turn=True)
         if ended.done:

@@ -16,6 +16,7 @@ from kbagent.agent.events import AgentResult, StepRecord, Usage
 from kbagent.agent.kinds import AskMode, SearchFirst, ShortAnswerMode, Status, ToolSet
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.records import SentenceRecord
+from kbagent.agent.run.conversation import Conversation, follow_up_query
 from kbagent.agent.tools.base import Tool, ToolCall, ToolContext
 from kbagent.settings import Settings, default
 
@@ -110,6 +111,13 @@ class RunState:
     short_answer: str = ""  # the fact in a few words, with its marker ("128 [1]")
     stalled: bool = False  # the backend sent nothing before the time limit ended a call
     clock: Clock = SYSTEM_CLOCK  # ``started`` and ``deadline`` are in its seconds
+    # the turns before a follow-up (kbagent/agent/run/conversation.py): they shape the
+    # question's search (``query``) and the model's prompts, never the answer's question
+    context: Conversation | None = None
+    query: str = ""  # what the harness searches for the question (set from it)
+
+    def __post_init__(self) -> None:
+        self.query = self.query or follow_up_query(self.question, self.context)
 
     def count(self, c: Completion) -> None:
         self.last_finish = c.finish_reason
@@ -131,6 +139,17 @@ class StepDone:
     summary: str | None = None
     tool_ms: float = 0.0
     cached: bool = False
+
+
+def limit_reason(s: RunState, cfg: AgentConfig, step: int) -> str:
+    """Why the run stops after ``step`` (a step, token or time limit), or ""."""
+    if step >= cfg.max_steps:
+        return f"step limit of {cfg.max_steps} reached"
+    if s.usage.budget_tokens >= cfg.token_budget:
+        return f"token budget of {cfg.token_budget} used"
+    if s.clock.perf_counter() > s.deadline:
+        return f"time limit of {cfg.time_limit:g}s reached"
+    return ""
 
 
 def record_step(s: RunState, step: int, done: StepDone, c: Completion | None,
