@@ -36,6 +36,14 @@ class ShortAnswerMode(StrEnum):
     WRITE = "write"  # the model writes it from the best sentences; checked
 
 
+class AnswerPolicy(StrEnum):
+    """Who writes a knowledge answer (setting ``answer_policy``; issue 44)."""
+
+    AUTO = "auto"  # by the model's declared size: model from 1B parameters, else harness
+    HARNESS = "harness"  # the extractive harness's rules (frozen): for models too small to read
+    MODEL = "model"  # the model writes the whole answer; the code checks, asks again, flags
+
+
 class EmbeddingRuntime(StrEnum):
     """What runs the embedding model (setting ``embedding_runtime``)."""
 
@@ -89,6 +97,8 @@ class _Defaults:
     grounded: bool = True
     short_answer: ShortAnswerMode = ShortAnswerMode.AUTO
     answer_judge: bool = False
+    answer_policy: AnswerPolicy = AnswerPolicy.AUTO
+    llm_size: str = ""
     # Access control
     users_file: str = ""
     code_tools: bool = False

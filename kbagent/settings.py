@@ -38,6 +38,7 @@ from kbagent.defaults import (
 )
 from kbagent.defaults import (
     ENV_PREFIX,
+    AnswerPolicy,
     EmbeddingPrecision,
     EmbeddingRuntime,
     SearchFirst,
@@ -48,6 +49,7 @@ from kbagent.errors import BadInputError
 
 __all__ = [
     "ENV_PREFIX",
+    "AnswerPolicy",
     "EmbeddingPrecision",
     "EmbeddingRuntime",
     "SearchFirst",
@@ -235,6 +237,8 @@ class Settings(BaseSettings):
     llm_url: Str = D.llm_url  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
     llm_server_model: Str = D.llm_server_model  # model name to send to the server
     llm_api_key_env: Str = D.llm_api_key_env  # env var holding the server's key
+    # the model's size when its file does not declare it (a server's model): "7B", "1.5B"
+    llm_size: Str = D.llm_size
     n_ctx: Int = D.n_ctx
     n_threads: Int = D.n_threads  # 0 = llama.cpp's default
     temperature: Float = D.temperature
@@ -259,6 +263,9 @@ class Settings(BaseSettings):
     # reading each, no generation (kbagent/agent/run/judge.py); off by default: it did
     # not put the fact first more often with the models measured
     answer_judge: Bool = D.answer_judge
+    # who writes a knowledge answer (issue 44): the model, checked (from 1B parameters,
+    # as the GGUF or llm_size declares), or the harness's frozen rules; auto picks
+    answer_policy: AnswerPolicy = D.answer_policy
     # TUI: remapped keys, binding id -> keys (ids in the README's TUI section)
     tui_keymap: Keymap = Field(default_factory=dict)
     # Access control

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 # a closed set of a setting, defined below the agent (kbagent/defaults.py) so that the
 # settings, which the KB layer reads, need not import the agent
+from kbagent.defaults import AnswerPolicy as AnswerPolicy
 from kbagent.defaults import SearchFirst as SearchFirst
 from kbagent.defaults import ShortAnswerMode as ShortAnswerMode
 

@@ -21,7 +21,7 @@ MODEL_READY = "the model is ready to answer"
 
 def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str | None,
              max_tokens: int, final_turn: bool = False, answer_max_tokens: int = 0,
-             defer_final: bool = False
+             defer_final: bool = False, as_thought: bool = False
              ) -> Generator[Event, None, tuple[Completion | None, str, str]]:
     """Stream one LLM call; yield Thought/Answer deltas. Returns
     (completion or None if stopped early, text, why it stopped early).
@@ -36,7 +36,10 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     ``defer_final``: a step whose model begins ``Final Answer:`` stops there (nothing of
     the answer is streamed; returns ``READY``): in a grounded run the answer is written
     by the grounded final turn, which leads with the fact the harness found, then asks
-    the model over the best evidence."""
+    the model over the best evidence.
+
+    ``as_thought``: the whole reply streams as the step's thought and nothing reaches the
+    answer (a draft the model-authored policy checks before it is shown)."""
     streamer = StepStreamer(answer_only=final_turn)
     # a final answer may run past the time limit by a grace period, at most the limit
     # itself; a backend blocked on a read gives up at this deadline (agent/llm/base.py)
@@ -66,6 +69,10 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             finally:
                 llm_s += s.clock.perf_counter() - t0
             thought, answer = streamer.feed(piece)
+            if as_thought:
+                if piece:
+                    yield ThoughtDelta(step, piece)
+                continue
             if thought:
                 yield ThoughtDelta(step, thought)
             if answer and defer_final and not final_turn:

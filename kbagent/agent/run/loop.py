@@ -43,6 +43,7 @@ from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
+from kbagent.agent.run.authored import authored_final, model_writes
 from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
@@ -83,8 +84,7 @@ from kbagent.kb.search import HybridSearcher
 from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
-FINAL_SOURCE_CHARS = 400  # per source in the final-answer prompt
-FINAL_SOURCES = 8
+FINAL_SOURCE_CHARS, FINAL_SOURCES = 400, 8  # chars a source, sources: the final prompt's
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 
 
@@ -141,15 +141,16 @@ class Agent:
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
         now = self.clock.perf_counter()
+        authored = model_writes(cfg, self.llm)  # the answer policy (run/authored.py)
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
                                is_word=getattr(self.searcher, "is_word", None),
                                vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
                                                                None)))
-                     if cfg.grounded and mode != AskMode.DIRECT else None)
+                     if cfg.grounded and not authored and mode != AskMode.DIRECT else None)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
                      registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
-                     clock=self.clock, context=context)
+                     clock=self.clock, context=context, authored=authored)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -256,7 +257,8 @@ class Agent:
             # auto: a grounded answer is the grounded final turn's (generation.READY)
             completion, text, ended = yield from self._turn(
                 s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens,
-                defer_final=s.processor.grounding is not None and cfg.mode == AskMode.AUTO)
+                defer_final=s.authored or (s.processor.grounding is not None
+                                           and cfg.mode == AskMode.AUTO))
             if ended.done:
                 return
             if ended.reason == MODEL_READY:
@@ -301,11 +303,10 @@ class Agent:
     # ---------------------------------------------------------- final turns
     def _final_turn(self, s: RunState, step: int, reason: str, *,
                     rag: bool = False) -> Iterator[Event]:
-        """One final-answer turn over the gathered evidence: a short, fresh prompt with
-        the numbered sources (and calculator results) and the question, no grammar. The
-        whole reply is the answer; a Thought line, if the model writes one, is shown as
-        a thought. A grounded run goes through :func:`grounded_final` (parts,
-        arithmetic, abstention, compact evidence)."""
+        """One final-answer turn over the gathered evidence: the numbered sources (and
+        calculator results) and the question, no grammar; the reply is the answer. A
+        grounded run goes through :func:`grounded_final` (parts, arithmetic, abstention,
+        compact evidence), an authored one through :func:`authored_final`."""
         if reason != MODEL_READY:  # (the model chose to answer: no limit stopped it)
             s.stop_reason = s.stop_reason or reason
         if s.processor.grounding is not None:
@@ -313,6 +314,9 @@ class Agent:
                 s, step, rag, top_k=self.config.rag_top_k, answer_turn=self.answer_turn,
                 pick=picker(self.llm, self.config.short_answer, self._cancel),
                 rejudge=rejudger(self.llm, self._cancel, self.config.answer_judge))
+        elif s.authored:  # the model writes; the code checks, asks again once, flags
+            yield from authored_final(s, step, self.llm, self._cancel, rag, self.config)
+            return
         else:
             sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
                        for c in final_sources(s, FINAL_SOURCES)]

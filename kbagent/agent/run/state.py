@@ -13,7 +13,14 @@ from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.events import AgentResult, StepRecord, Usage
-from kbagent.agent.kinds import AskMode, SearchFirst, ShortAnswerMode, Status, ToolSet
+from kbagent.agent.kinds import (
+    AnswerPolicy,
+    AskMode,
+    SearchFirst,
+    ShortAnswerMode,
+    Status,
+    ToolSet,
+)
 from kbagent.agent.llm.base import Completion, Message
 from kbagent.agent.records import SentenceRecord
 from kbagent.agent.run.conversation import Conversation, follow_up_query
@@ -64,6 +71,10 @@ class AgentConfig:
     short_answer: ShortAnswerMode = ShortAnswerMode.HARNESS
     # the model judges which best unit answers (kbagent/agent/run/judge.py)
     answer_judge: bool = default("answer_judge")
+    # who writes a knowledge answer (kbagent/agent/run/authored.py); like short_answer,
+    # the setting's default (auto) comes through from_settings, a bare config is harness
+    answer_policy: AnswerPolicy = AnswerPolicy.HARNESS
+    llm_size: str = default("llm_size")  # the model's size when its file does not say
 
     def __post_init__(self) -> None:
         # the closed sets are checked where a flag or setting is parsed (Typer, the
@@ -72,6 +83,7 @@ class AgentConfig:
         self.mode, self.tools = AskMode(self.mode), ToolSet(self.tools)
         self.search_first = SearchFirst(self.search_first)
         self.short_answer = ShortAnswerMode(self.short_answer)
+        self.answer_policy = AnswerPolicy(self.answer_policy)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> AgentConfig:
@@ -80,7 +92,8 @@ class AgentConfig:
             time_limit=settings.time_limit, max_tokens_per_step=settings.max_tokens_per_step,
             search_first=settings.search_first, grounded=settings.grounded,
             short_answer=settings.short_answer,
-            answer_judge=settings.answer_judge,
+            answer_judge=settings.answer_judge, answer_policy=settings.answer_policy,
+            llm_size=settings.llm_size,
             code_tools=settings.code_tools)
         fields.update((k, v) for k, v in overrides.items() if v is not None)
         return cls(**fields)
@@ -115,6 +128,7 @@ class RunState:
     # question's search (``query``) and the model's prompts, never the answer's question
     context: Conversation | None = None
     query: str = ""  # what the harness searches for the question (set from it)
+    authored: bool = False  # the model writes the answer (answer policy "model")
 
     def __post_init__(self) -> None:
         self.query = self.query or follow_up_query(self.question, self.context)

@@ -1,0 +1,147 @@
+"""The model-authored answer policy end to end (issue 44), over a real KB with the
+scripted model standing in for the model's decisions: the model's own reply is the
+answer the user gets, word for word; a sentence whose figure no cited chunk holds is
+sent back once with the reason and, if it comes back the same, shown flagged; the model
+may ask for another search in other words; the draft streams as the step's thought."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from kbagent.agent.answer.claims import NOT_IN_KB
+from kbagent.agent.events import Action, Final, ThoughtDelta
+from kbagent.agent.llm.base import Message
+from tests.agent_runs import ask_one_file
+from tests.scripted_llm import Reply, ScriptedLLM
+
+POOL = """# Connection pools
+
+Pool limits are set with `httpx.Limits`:
+
+* `max_keepalive_connections`, number of allowable keep-alive connections, or `None` to
+  always allow. (Defaults 20)
+* `max_connections`, maximum number of allowable connections, or `None` for no limits.
+  (Default 100)
+
+# Retries
+
+Retries use exponential backoff: the first retry waits 500ms, each later retry doubles
+the wait, and the wait is capped at 120 seconds.
+"""
+QUESTION = "How many keep-alive connections does the pool keep unless told otherwise?"
+
+
+def citing(template: str, phrase: str) -> Callable[[list[Message]], str]:
+    """A reply that cites, as ``{n}``, the source whose text holds ``phrase`` (the
+    search decides the numbers)."""
+    def reply(messages: list[Message]) -> str:
+        blocks = re.findall(r"^\[(\d+)\] [^\n]*, lines? [^\n]*:\n(.*?)(?=\n\n|\Z)",
+                            messages[-1].content, re.S | re.M)
+        return template.format(n=next(n for n, text in blocks if phrase in text))
+    return reply
+
+
+def _ask(tmp_path: Path, replies: list[Reply], question: str = QUESTION
+         ) -> tuple[Final, ScriptedLLM]:
+    llm = ScriptedLLM(list(replies))
+    final = ask_one_file(tmp_path, "pools.md", POOL, question, llm=llm, answer_policy="model")
+    return final, llm
+
+
+def _user_messages(llm: ScriptedLLM) -> list[str]:
+    return [m.content for call in llm.calls for m in call["messages"] if m.role == "user"]
+
+
+def test_the_models_own_answer_reaches_the_user_as_written(tmp_path: Path) -> None:
+    reply = ("Unless told otherwise, the pool keeps at most 20 keep-alive connections [1]. "
+             "Set `max_keepalive_connections` to change it [1].")
+    final, llm = _ask(tmp_path, [reply])
+    assert final.result.answer == reply
+    assert len(llm.calls) == 1
+    assert [s.supported for s in final.result.sentences] == [True, True]
+    assert final.result.unsupported == []
+    # the model was shown the chunk with its location and the best passage by itself
+    [prompt] = _user_messages(llm)
+    assert "pools.md, lines" in prompt and "(Defaults 20)" in prompt
+    assert prompt.rstrip().endswith(f"Question: {QUESTION}")
+
+
+def test_a_correct_paraphrase_is_kept_as_written(tmp_path: Path) -> None:
+    # a question the router sends to the ReAct loop: the model's step that begins its
+    # Final Answer ends the loop, and the answer is composed over the evidence
+    reply = "It doubles from 500 ms until it reaches the 2-minute cap [{n}]."
+    final, llm = _ask(tmp_path, ["Thought: The results hold it.\nFinal Answer: It doubles.",
+                                 citing(reply, "500ms")],
+                      "How long does a retry wait grow to at most?")
+    n = final.result.sentences[0].cited[0]
+    assert final.result.answer == reply.format(n=n)
+    assert len(llm.calls) == 2
+    assert final.result.unsupported == []
+
+
+def test_a_figure_from_nowhere_is_sent_back_once_then_flagged(tmp_path: Path) -> None:
+    wrong = "The pool keeps 5 keep-alive connections by default [1]."
+    final, llm = _ask(tmp_path, [wrong, wrong, "never asked a third time"])
+    assert len(llm.calls) == 2
+    feedback = llm.calls[1]["messages"][-1]
+    assert feedback.role == "user"
+    assert f'"{wrong}"' in feedback.content
+    assert "the figure 5 is in none of its cited sources [1]" in feedback.content
+    assert Message("assistant", wrong) in llm.calls[1]["messages"]
+    # shown as the model wrote it, flagged, never rewritten or removed
+    assert final.result.answer == wrong
+    assert final.result.unsupported == [wrong]
+    assert [s.supported for s in final.result.sentences] == [False]
+
+
+def test_a_corrected_reply_replaces_the_draft(tmp_path: Path) -> None:
+    right = "It keeps 20 keep-alive connections by default [1]."
+    final, llm = _ask(tmp_path, ["It keeps 5 [1].", right])
+    assert len(llm.calls) == 2
+    assert final.result.answer == right
+    assert final.result.unsupported == []
+
+
+def test_the_model_may_search_again_in_other_words(tmp_path: Path) -> None:
+    right = "The first retry waits 500ms [{n}]."
+    final, llm = _ask(tmp_path, ["SEARCH: exponential backoff first retry wait",
+                                 citing(right, "500ms")],
+                      "After a failure, how long before the client tries once more?")
+    assert len(llm.calls) == 2
+    assert final.result.answer == right.format(n=final.result.sentences[0].cited[0])
+    queries = [s.args["query"] for s in final.result.steps
+               if s.action == "kb_search" and s.args]
+    assert queries[-1] == "exponential backoff first retry wait"
+    # the second prompt is built over what both searches gathered
+    assert "500ms" in _user_messages(llm)[-1]
+
+
+def test_when_the_sources_do_not_hold_it_the_answer_says_so(tmp_path: Path) -> None:
+    final, llm = _ask(tmp_path, [NOT_IN_KB], "Which proxy protocols does the pool support?")
+    assert final.result.answer == NOT_IN_KB
+    assert final.result.abstained
+    assert len(llm.calls) == 1
+
+
+def test_the_draft_streams_as_the_steps_thought(tmp_path: Path) -> None:
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "pools.md").write_text(POOL, encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    reply = "It keeps 20 keep-alive connections by default [1]."
+    agent = Agent(ScriptedLLM([reply]), [KnowledgeBase(settings, "docs")],
+                  AgentConfig(mode="auto", answer_policy="model"))
+    events = list(agent.run(QUESTION))
+    thought = "".join(e.text for e in events if isinstance(e, ThoughtDelta))
+    assert reply in thought
+    assert any(isinstance(e, Action) and e.tool == "kb_search" for e in events)
+    assert isinstance(events[-1], Final) and events[-1].result.answer == reply
