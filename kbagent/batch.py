@@ -16,6 +16,7 @@ resumes too.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import statistics
 import threading
@@ -28,7 +29,7 @@ from typing import Any, TextIO
 
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.errors import BadInputError, KbagentError, NotFoundError
-from kbagent.safe_text import json_text
+from kbagent.safe_text import json_text, valid_unicode
 
 MODES = tuple(m.value for m in AskMode)
 TOOL_SETS = tuple(t.value for t in ToolSet)
@@ -73,6 +74,9 @@ def _parse_json_line(n: int, raw: str) -> BatchQuestion | BadLine:
     if not isinstance(question, str) or not question.strip():
         return BadLine(ident or f"line-{n}", n, f"line {n}: 'question' must be a non-empty "
                        "string")
+    if not question.isascii() and question != valid_unicode(question):  # "\\udcff" in JSON
+        return BadLine(ident or f"line-{n}", n, f"line {n}: 'question' holds a lone surrogate "
+                       "escape (\\ud800-\\udfff), which is not text")
     ident = ident or question_id(question)
     kb = obj.get("kb")
     if isinstance(kb, str):
@@ -123,17 +127,44 @@ def read_questions(path: str | Path, stdin: TextIO | None = None) -> list[BatchQ
     if str(path) == "-":
         if stdin is None:
             raise BadInputError("no standard input to read questions from")
-        return parse_questions(stdin, "standard input")
+        buffer = getattr(stdin, "buffer", None)  # bytes: sys.stdin may decode them leniently
+        text = utf8_text(buffer.read(), "standard input") if buffer is not None else (
+            utf8_text(stdin.read(), "standard input"))
+        return parse_questions(_lines(text), "standard input")
     p = Path(path).expanduser()
     if not p.exists():
         raise NotFoundError(f"no such question file: {p}")
     if not p.is_file():
         raise BadInputError(f"{p} is not a file")
+    return parse_questions(_lines(utf8_text(p.read_bytes(), str(p))), str(p))
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as a file opened in text mode reads them (``\\r\\n`` and ``\\r`` end a line too)."""
+    return io.StringIO(text, newline=None).readlines()
+
+
+def utf8_text(data: bytes | str, source: str) -> str:
+    """``data`` as UTF-8 text, or a :class:`BadInputError` naming ``source``, the line and
+    the first byte that is not UTF-8 (text read with ``surrogateescape`` holds them as
+    lone surrogates: the same error)."""
+    raw = data if isinstance(data, bytes) else None
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+            return data
+        except UnicodeEncodeError:
+            try:
+                raw = data.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # a surrogate no byte stands for
+                raw = data.encode("utf-8", "surrogatepass")
+    assert raw is not None
     try:
-        with open(p, encoding="utf-8") as f:
-            return parse_questions(f.readlines(), str(p))
+        return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BadInputError(f"{p} is not UTF-8 text") from e
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise BadInputError(f"{source} is not UTF-8 text (line {line}: byte "
+                            f"0x{raw[e.start]:02x})") from None
 
 
 def answered_ids(output: Path) -> set[str]:

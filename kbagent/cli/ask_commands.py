@@ -13,6 +13,7 @@ from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.agent.records import References
 from kbagent.cli.app import app
 from kbagent.cli.common import (
+    BYTES_OK,
     AsOpt,
     GroupsOpt,
     fail,
@@ -34,7 +35,8 @@ from kbagent.safe_text import json_text
 @handles_errors
 def ask(
     ctx: typer.Context,
-    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    question: Annotated[str, typer.Argument(help="The question.", show_default=False),
+                        BYTES_OK],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to use (repeatable; default: "
                                                  "all).", show_default=False)] = None,
     mode: Annotated[AskMode, typer.Option("--mode", help="auto: pick per question; agent: the "
@@ -44,7 +46,7 @@ def ask(
         ToolSet.KNOWLEDGE),
     model: Annotated[str | None, typer.Option(
         "--model", help="GGUF file (default: the bundled SmolLM2-135M-Instruct).",
-        show_default=False)] = None,
+        show_default=False), BYTES_OK] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server, "
                                                 "e.g. http://127.0.0.1:8080/v1 (key from "
                                                 "$KBAGENT_LLM_API_KEY).",

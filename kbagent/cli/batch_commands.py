@@ -14,6 +14,7 @@ from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli.app import app
 from kbagent.cli.common import (
     AS_HELP,
+    BYTES_OK,
     GROUPS_HELP,
     AsOpt,
     GroupsOpt,
@@ -36,7 +37,7 @@ def batch(
     ctx: typer.Context,
     input_file: Annotated[str, typer.Argument(
         metavar="INPUT", help="Questions: a text file (one a line), JSONL (id, question, "
-        "optional kb, mode, tools), or - for standard input.", show_default=False)],
+        "optional kb, mode, tools), or - for standard input.", show_default=False), BYTES_OK],
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="JSONL file to write (and to resume: ids already answered "
         "there are skipped). Default: standard output.", show_default=False)] = None,
@@ -48,7 +49,7 @@ def batch(
     tools: Annotated[ToolSet, typer.Option("--tools", help="Default tool set.")] = (
         ToolSet.KNOWLEDGE),
     model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
-                                              show_default=False)] = None,
+                                              show_default=False), BYTES_OK] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",
                                                 show_default=False)] = None,
     llm_model: Annotated[str | None, typer.Option("--llm-model", help="Model name to send to "
@@ -86,7 +87,10 @@ def batch(
                        principal=principal_from(settings, as_user, groups))
     ctx.call_on_close(pool.close)
     err = stderr_console()
-    out_file = open(output, "a", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    from kbagent.kb.file_modes import open_private
+
+    # answers quote documents: 0600, also when resuming a file made wider before
+    out_file = open_private(output, append=True) if output else sys.stdout
     progress = None if quiet or not err.is_terminal else _progress(err)
     task = progress.add_task("questions", total=len(items)) if progress else None
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from kbagent.errors import ExitCode, KbagentError
+from kbagent.errors import BadInputError, ExitCode, KbagentError
 
 if TYPE_CHECKING:  # pydantic is imported when a command runs, not for --help
     from kbagent.kb.access import Principal
@@ -61,12 +61,61 @@ def fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
+class _BytesOk:
+    """Marks a text argument (``Annotated[str, typer.Argument(…), BYTES_OK]``) whose bytes
+    that are not UTF-8 are no error: free text searched by meaning (they become U+FFFD)
+    or a file path (the file system takes them)."""
+
+
+BYTES_OK = _BytesOk()
+
+
+def _undecodable(value: object) -> str | None:
+    """The first character of ``value`` (a str or a list of them) no UTF-8 encoder can
+    write: a byte of an argument that is not UTF-8 (``surrogateescape``), else None."""
+    for text in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(text, str):
+            for ch in text:
+                if "\ud800" <= ch <= "\udfff":
+                    return ch
+    return None
+
+
+def _refuse_undecodable(fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    """Refuse (exit 2) a name, symbol, path or option value holding bytes that are not
+    UTF-8: nothing stored or indexed can match it, and no encoder can write it. A
+    ``Path`` and a text marked :data:`BYTES_OK` keep them."""
+    bad = {k: ch for k, v in kwargs.items() if (ch := _undecodable(v)) is not None}
+    if not bad:
+        return
+    import typing
+
+    hints = typing.get_type_hints(fn, include_extras=True)
+    command = getattr(kwargs.get("ctx"), "command", None)  # click's Context, as Typer passes it
+    params = {p.name: p for p in getattr(command, "params", [])}
+    for key, ch in bad.items():
+        if BYTES_OK in getattr(hints.get(key), "__metadata__", ()):
+            continue
+        param = params.get(key)
+        if getattr(param, "param_type_name", "") == "option" and (
+                opts := getattr(param, "opts", None)):
+            what = f"option {max(opts, key=len)}"
+        else:
+            what = f"argument {getattr(param, 'metavar', None) or key.upper()}"
+        byte = f"byte 0x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else (
+            f"U+{ord(ch):04X}")
+        raise BadInputError(f"{what} is not UTF-8 text ({byte}); kbagent reads "
+                            "names, symbols and options as UTF-8")
+
+
 def handles_errors(fn: F) -> F:
-    """Turn KbagentError / Ctrl-C raised by a command into one line + exit code."""
+    """Turn KbagentError / Ctrl-C raised by a command into one line + exit code, and
+    refuse arguments that are not UTF-8 text (see :func:`_refuse_undecodable`)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _refuse_undecodable(fn, kwargs)
             return fn(*args, **kwargs)
         except KbagentError as e:
             fail(str(e), e.exit_code)

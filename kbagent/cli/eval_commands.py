@@ -12,7 +12,13 @@ import typer
 
 from kbagent.agent.kinds import AskMode, ToolSet
 from kbagent.cli.app import app
-from kbagent.cli.common import handles_errors, settings_from, stderr_console, stdout_console
+from kbagent.cli.common import (
+    BYTES_OK,
+    handles_errors,
+    settings_from,
+    stderr_console,
+    stdout_console,
+)
 from kbagent.cli.shared import ProgressBar, ingest_interrupted
 from kbagent.errors import BadInputError, Interrupted, KbagentError, NotFoundError
 from kbagent.kb.models import SearchMode
@@ -114,7 +120,7 @@ def qa(
         "reuses the answers already there (resume a long evaluation).",
         show_default=False)] = None,
     model: Annotated[str | None, typer.Option("--model", help="GGUF file.",
-                                              show_default=False)] = None,
+                                              show_default=False), BYTES_OK] = None,
     llm_url: Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible server.",
                                                 show_default=False)] = None,
     llm_model: Annotated[str | None, typer.Option("--llm-model", show_default=False,
@@ -203,7 +209,9 @@ class _SavedAnswers:
             for rec in _read_records(path):
                 self._done[(str(rec.get("id")), str(rec.get("requested_mode")))] = rec
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        from kbagent.kb.file_modes import open_private
+
+        self._f = open_private(path, append=True)  # answers quote documents: 0600
 
     def get(self, ident: str, mode: str) -> dict[str, Any] | None:
         return self._done.get((ident, mode))

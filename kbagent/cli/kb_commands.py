@@ -13,6 +13,7 @@ import typer
 
 from kbagent.cli.app import app
 from kbagent.cli.common import (
+    BYTES_OK,
     AsOpt,
     GroupsOpt,
     handles_errors,
@@ -85,12 +86,7 @@ def ingest(
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
     err = stderr_console()
-    for f in result.files:
-        if f.status in ("skipped", "failed"):
-            colour = "yellow" if f.status == "skipped" else "red"
-            err.print(f"[{colour}]{f.status}[/] {literal(f.path)}: {literal(f.reason)}")
-        elif f.reason:  # ingested, with a note (a syntax error the symbol index met)
-            err.print(f"[yellow]note[/] {literal(f.path)}: {literal(f.reason)}")
+    print_file_notes(err, result.files)
     for what in result.repaired:  # a broken index found and rebuilt (kb/repair.py)
         err.print(f"[yellow]repaired[/] {literal(what)}")
     s = result.summary()
@@ -102,6 +98,16 @@ def ingest(
     )
     if watch:
         watch_folder(ingestor, path, name)
+
+
+def print_file_notes(err: Any, files: list[Any]) -> None:
+    """The files ingest (or one watch batch) skipped, failed or noted, one line each."""
+    for f in files:
+        if f.status in ("skipped", "failed"):
+            colour = "yellow" if f.status == "skipped" else "red"
+            err.print(f"[{colour}]{f.status}[/] {literal(f.path)}: {literal(f.reason)}")
+        elif f.reason:  # ingested, with a note (hidden until fixed, a syntax error, ...)
+            err.print(f"[yellow]note[/] {literal(f.path)}: {literal(f.reason)}")
 
 
 def watch_folder(ingestor: Any, path: Path, name: str) -> None:
@@ -119,6 +125,7 @@ def watch_folder(ingestor: Any, path: Path, name: str) -> None:
             err.print(f"{stamp} [red]{escape(update.line())}[/]")
         elif update.committed:
             out.print(f"{stamp} {escape(update.line())}")
+        print_file_notes(err, update.notes)  # e.g. a malformed access: hidden until fixed
 
     err.print(f"watching {escape(str(path))} for KB '{name}' (Ctrl-C to stop)")
     try:
@@ -137,7 +144,8 @@ def _snippet(text: str, width: int = 220) -> str:
 @handles_errors
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
+    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False),
+                     BYTES_OK],
     kb: Annotated[list[str] | None, typer.Option("--kb", help="KB to search (repeatable; "
                                                  "default: all).", show_default=False)] = None,
     k: Annotated[int, typer.Option("-k", "--top-k", min=1, max=1000,

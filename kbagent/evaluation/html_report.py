@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kbagent.evaluation.qa import QaReport
 from kbagent.evaluation.retrieval import RetrievalReport
+from kbagent.kb.file_modes import open_private
 from kbagent.safe_text import clean
 
 _STYLE = """
@@ -80,7 +81,8 @@ def _page(title: str, intro: str, summary: str, rows_title: str, rows: str) -> s
 def write_html(page: str, path: Path) -> None:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    with open_private(path) as f:  # rows quote documents and answers: 0600
+        f.write(page)
 
 
 def write_retrieval_html(report: RetrievalReport, path: Path) -> None:

@@ -61,11 +61,13 @@ def private_file(path: Path) -> Path:
 
 
 def open_private(path: Path, append: bool = False) -> TextIO:
-    """``open(path, "w")`` (or ``"a"``) for UTF-8 text, the file 0600."""
+    """``open(path, "w")`` (or ``"a"``) for UTF-8 text, the file 0600 (a device or a
+    pipe named as an output, like ``/dev/stdout``, is written without a ``chmod``)."""
 
     def opener(name: str, flags: int) -> int:
         fd = os.open(name, flags, FILE_MODE)
-        if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != FILE_MODE:
             with contextlib.suppress(OSError):
                 os.fchmod(fd, FILE_MODE)
         return fd

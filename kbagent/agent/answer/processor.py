@@ -58,6 +58,10 @@ class AnswerProcessor:
     harness_text: bool = False  # what is fed now is the harness's notice, not the model's
     seen: int = 0  # sentences processed, kept or not
     repeat_seen: bool = False  # a repeated sentence was dropped (see drop_repeat)
+    # the model's sentences the grounding check removed or replaced, as the model wrote
+    # them: saying one again is a repeat too (a looping model is stopped, and the repair
+    # is made and reported once, not once per repetition)
+    _repaired: set[str] = field(default_factory=set)
 
     def feed(self, delta: str) -> list[ProcessedSentence]:
         self._buffer += delta
@@ -123,7 +127,8 @@ class AnswerProcessor:
 
     def _repeats(self, text: str) -> bool:
         key = repeat_key(text)
-        return bool(key) and any(key == repeat_key(s.text) for s in self.sentences)
+        return bool(key) and (key in self._repaired
+                              or any(key == repeat_key(s.text) for s in self.sentences))
 
     def drop_repeat(self) -> bool:
         """Was a sentence dropped since the last call because it repeated an earlier
@@ -188,7 +193,10 @@ class AnswerProcessor:
         if self.harness_text:
             sent.role = "notice"  # the harness's own words: nothing to check or repair
         elif self.grounding is not None and plain:
+            key = repeat_key(sent.text)
             kept = self.grounding.check(sent, plain, self._support)
+            if kept is None or repeat_key(kept.text) != key:
+                self._repaired.add(key)
             if kept is None:
                 return None
             sent = kept
