@@ -9,13 +9,17 @@ with a "Final Answer" that pastes each line of the observations it was shown, li
 model trying to leak everything, except that a question containing ``SLOW`` gets the
 ``slow`` reply; ``slow`` streams a long answer slowly (cancel tests) for every question.
 ``KBAGENT_TEST_PIECE_DELAY`` sets the seconds between streamed pieces (slow replies:
-at least 0.05 s).
+at least 0.05 s). ``KBAGENT_TEST_PREFILL`` (seconds) makes each generation start as
+llama.cpp's does with a long prompt: that long without looking at the cancel; and the
+model then says on stderr when it is freed under a generation (where llama.cpp would
+crash), as ``kbagent-test: model freed during a generation``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 import kbagent.agent.llm as llm_module
 from tests.scripted_llm import ScriptedLLM
@@ -38,6 +42,26 @@ def slow_answer(messages) -> str:
     return "Thought: " + "thinking slowly " * 400 + "\nFinal Answer: too late."
 
 
+class PrefillLLM(ScriptedLLM):
+    """The scripted model with llama.cpp's two hazards: a prompt evaluation that does not
+    see a cancel, and a model that must not be freed while it generates."""
+
+    prefill: float = 0.0
+    generating: int = 0
+
+    def generate(self, req):
+        self.generating += 1
+        try:
+            time.sleep(self.prefill)
+            return (yield from super().generate(req))
+        finally:
+            self.generating -= 1
+
+    def close(self) -> None:
+        if self.generating:
+            print("kbagent-test: model freed during a generation", file=sys.stderr, flush=True)
+
+
 def scripted(settings) -> ScriptedLLM:
     script = os.environ.get("KBAGENT_TEST_SCRIPT", "paste")
     delay = float(os.environ.get("KBAGENT_TEST_PIECE_DELAY", "0"))
@@ -48,6 +72,11 @@ def scripted(settings) -> ScriptedLLM:
         llm.piece_delay = max(delay, 0.05) if slow else delay
         return slow_answer(messages) if slow else paste_observations(messages)
 
+    prefill = float(os.environ.get("KBAGENT_TEST_PREFILL", "0"))
+    if prefill:
+        llm = PrefillLLM(Forever([reply]), piece_delay=delay)
+        llm.prefill = prefill
+        return llm
     llm = ScriptedLLM(Forever([reply]), piece_delay=delay)
     return llm
 

@@ -136,3 +136,88 @@ def test_acp_answers_obey_the_caller(home):
         assert not leaked(blob, typed), (who, leaked(blob, typed))
     blob = asyncio.run(scenario("--as", "maya"))
     assert "385,000" in blob and PLAN in blob
+
+
+ACP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}}
+
+
+def test_a_line_that_is_not_a_json_rpc_object_gets_an_error_and_the_agent_reads_on(home):
+    """Issue 45 (6b): one line of ``[]``, ``5``, ``"str"`` or ``null`` stopped the agent.
+    Each gets an Invalid Request error (id null) and the next initialize is answered."""
+    import subprocess
+
+    proc = subprocess.Popen(command("acp", "--kb", "sample"), cwd=ROOT, env=server_env(home),
+                            text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+    def send(line: str) -> None:
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    def reply() -> dict:
+        line = proc.stdout.readline()
+        assert line, "the agent closed its output"
+        return json.loads(line)
+
+    try:
+        for n, bad in enumerate(["[]", "5", '"str"', "null", "[1, 2]", "true", "{}",
+                                 '{"jsonrpc": "2.0", "id": 9, "method": 7}', "not json"]):
+            send(bad)
+            got = reply()
+            want = -32700 if bad == "not json" else -32600
+            assert got["error"]["code"] == want, (bad, got)
+            assert got["id"] == (9 if '"id": 9' in bad else None), (bad, got)
+            send(json.dumps({**ACP_INIT, "id": 100 + n}))
+            got = reply()
+            assert got["id"] == 100 + n and got["result"]["agentInfo"]["name"] == "kbagent", got
+    finally:
+        proc.stdin.close()
+        rc = proc.wait(30)
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert rc == 0, err
+    assert "refused a malformed message" in err and "Traceback" not in err, err
+
+
+def test_pdf_and_slide_places_are_pages_and_slides_not_extracted_lines(home):
+    """Issue 45 (13b): a PDF's or a deck's location was a line of its extracted text, which
+    no editor can open. A tool-call location of such a file has no line and carries its
+    page or slide (``_meta`` and the tool call's text); a reference names the page or slide
+    as the CLI does; a Markdown file keeps its true line."""
+    import re
+
+    async def scenario():
+        async with acp_agent(home, "--kb", "sample") as (conn, sid, client):
+            await conn.prompt(session_id=sid, prompt=[text_block(
+                "What do the Q3 board deck and the Q4 roadmap review slides say about "
+                "gross margin and risks?")])
+            return list(client.updates), client.text()
+
+    updates, text = asyncio.run(scenario())
+    done = [u for u in updates if isinstance(u, ToolCallProgress) and u.locations]
+    locations = [loc for u in done for loc in u.locations]
+    rich = [loc for loc in locations if loc.path.endswith((".pdf", ".pptx"))]
+    assert {loc.path.rsplit(".", 1)[1] for loc in rich} == {"pdf", "pptx"}, locations
+    place = re.compile(r"^(p\.\d+ l\.\d+(-\d+)?|pp\.\d+-\d+|slides? \d+(-\d+)?)$")
+    for loc in rich:
+        assert loc.line is None, loc
+        assert place.match(loc.field_meta["kbagent/location"]), loc
+        assert loc.path.endswith(".pdf") == loc.field_meta["kbagent/location"].startswith("p")
+    plain = [loc for loc in locations if loc.path.endswith((".md", ".html"))]
+    assert plain and all(isinstance(loc.line, int) and loc.line >= 1 for loc in plain)
+    assert all(loc.field_meta is None for loc in plain)
+    said = "\n".join(c.content.text for u in done for c in u.content)
+    for loc in rich:
+        assert f"{loc.path} {loc.field_meta['kbagent/location']}" in said, said
+    refs = text.split("\n\nReferences\n", 1)[1].splitlines()
+    deck = [r for r in refs if ".pdf" in r or ".pptx" in r]
+    assert deck, refs
+    for r in deck:
+        assert re.search(r"\.(pdf|pptx) (p\.\d+|pp\.\d+|slides? \d+)", r), r
+        assert not re.search(r"\.(pdf|pptx):\d", r), r
+    for r in refs:
+        if r not in deck:
+            assert re.search(r"\.(md|html):\d+-\d+$", r), r

@@ -6,6 +6,11 @@ the session's :class:`~kbagent.agent.cancel.CancelToken`), ``read``, ``list_kbs`
 ``code_definition``, ``code_references``. Documents are resources at
 ``kbagent://KB/path``; listing and reading them obey access.
 
+Asks run in worker threads, registered in the server's :class:`Asks`: when the
+stdio client goes away, :func:`kbagent.server.stdio.run_stdio` cancels every ask still
+running and waits for its thread before the process closes the KBs and frees the model
+(a model or a database freed under a running generation or search crashes the process).
+
 Who the caller is: on stdio, the principal the server was started as (``--as`` /
 ``--groups``, else anonymous); over HTTP, the principal of the request's bearer
 token, which :mod:`kbagent.server.http` puts in :data:`CALLER` for the request (the
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,12 +61,54 @@ Symbol = Annotated[str, Field(min_length=1, max_length=200,
                               description="A name, or a qualified name like Class.method")]
 
 
+class Asks:
+    """The asks running in worker threads, so that a server shutting down can stop them
+    and wait for them before it closes the model and the KBs they use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[CancelToken, threading.Event]] = {}
+        self._stopping = False
+
+    def begin(self, token: CancelToken) -> threading.Event | None:
+        """Called by the worker thread before it touches the service: its done event,
+        or None once :meth:`stop` has begun (the ask must not start)."""
+        with self._lock:
+            if self._stopping:
+                return None
+            done = threading.Event()
+            self._running[id(token)] = (token, done)
+            return done
+
+    def end(self, token: CancelToken, done: threading.Event) -> None:
+        with self._lock:
+            self._running.pop(id(token), None)
+        done.set()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Refuse new asks, cancel the running ones, wait for their threads (blocking:
+        call it from a thread). True when every one has finished."""
+        with self._lock:
+            self._stopping = True
+            running = list(self._running.values())
+        for token, _ in running:
+            token.cancel()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _, done in running:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not done.wait(left):
+                return False
+        return True
+
+
 class KbMcpServer(MCPServer):
-    """The SDK's server with one change: the resource list is the caller's documents."""
+    """The SDK's server with two additions: the resource list is the caller's documents,
+    and :attr:`asks` knows the asks running in worker threads."""
 
     def __init__(self, service: KbService, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.service = service
+        self.asks = Asks()
 
     def caller(self) -> Principal:
         return CALLER.get() or self.service.principal
@@ -126,7 +174,7 @@ def build_server(service: KbService) -> KbMcpServer:
     async def ask(question: Query, ctx: Context,
                   mode: Literal["auto", "agent", "rag", "direct"] = "auto") -> m.AskResult:
         with tool_errors():
-            return await run_ask(service, caller(), question, mode, ctx)
+            return await run_ask(service, caller(), question, mode, ctx, server.asks)
 
     @server.resource("kbagent://{kb}/{+path}", name="document", mime_type="text/plain",
                      description="A document of a knowledge base, as stored (if the caller "
@@ -143,11 +191,13 @@ def build_server(service: KbService) -> KbMcpServer:
 
 
 async def run_ask(service: KbService, principal: Principal, question: str, mode: str,
-                  ctx: Context) -> m.AskResult:
+                  ctx: Context, asks: Asks | None = None) -> m.AskResult:
     """Run one question in a worker thread; relay its steps as progress notifications.
     A cancel from the client cancels this task: the token stops the run at its next
-    check (the LLM backends wake on it), and the lock on the LLM is released."""
+    check (the LLM backends wake on it), and the lock on the LLM is released. The
+    thread registers in ``asks`` so that a shutdown waits for it."""
     token = CancelToken()
+    asks = asks or Asks()
     sent = [0]
 
     async def progress(message: str) -> None:
@@ -160,12 +210,20 @@ async def run_ask(service: KbService, principal: Principal, question: str, mode:
     def on_event(ev: Any) -> None:
         message = describe(ev)
         if message and not token.cancelled:
-            anyio.from_thread.run(progress, message)
+            try:
+                anyio.from_thread.run(progress, message)
+            except RuntimeError:  # the event loop has ended: nobody to tell
+                token.cancel()
 
     def work() -> m.AskResult:
+        done = asks.begin(token)
+        if done is None:  # the server is shutting down
+            token.cancel()
+            raise ToolError("the server is shutting down")
         try:
             return service.ask(principal, question, mode=mode, token=token, on_event=on_event)
         finally:
+            asks.end(token, done)
             if token.cancelled_at is not None:
                 log.warning("ask cancelled; the run stopped %.0f ms after the cancel",
                             (time.perf_counter() - token.cancelled_at) * 1000)

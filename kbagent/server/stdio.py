@@ -1,13 +1,18 @@
-"""MCP over stdio, with one addition to the SDK's transport: a line that is not a
+"""MCP over stdio, with two additions to the SDK's transport: a line that is not a
 JSON-RPC message gets a JSON-RPC error back (the SDK drops it without a word), and
-the server goes on reading."""
+the server goes on reading; and a client that goes away mid-question (stdin closed,
+stdout closed, or both) ends the server quietly: the asks still running are cancelled
+and their worker threads waited for, so that the caller closes the KBs and frees the
+model only once nothing uses them, and the process exits 0 without a traceback."""
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
@@ -28,7 +33,55 @@ def protocol_error(exc: Exception) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 
 
+# what writing to or reading from a client that has gone away raises
+GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
+        anyio.ClosedResourceError)
+STOP_NOTE_AFTER = 5.0  # seconds: then say why the process has not exited yet
+
+
+def client_gone(exc: BaseException) -> bool:
+    """Whether an error (or every error of a group) says the client's pipes closed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, GONE)
+
+
 async def run_stdio(server: KbMcpServer) -> None:
+    """Serve until the client closes stdin or its pipes break; then stop the asks still
+    running and wait for their threads (see the module's docstring)."""
+    try:
+        await _serve(server)
+    except Exception as e:
+        if not client_gone(e):
+            raise
+        log.debug("the client went away", exc_info=True)
+        _mute_stdout()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stop_asks(server)
+
+
+async def stop_asks(server: KbMcpServer) -> None:
+    """Cancel the running asks and wait for their threads (off the event loop: a
+    thread may be waiting on it to send a progress notification)."""
+    if await anyio.to_thread.run_sync(server.asks.stop, STOP_NOTE_AFTER):
+        return
+    log.warning("waiting for the running question to stop before closing the model")
+    await anyio.to_thread.run_sync(server.asks.stop, None)
+
+
+def _mute_stdout() -> None:
+    """The client's end of stdout is closed: send what is left (the interpreter flushes
+    stdout at exit) to the null device, not into a broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        log.debug("stdout left as it is", exc_info=True)
+
+
+async def _serve(server: KbMcpServer) -> None:
     lowlevel: Any = server._lowlevel_server  # the SDK's own run loop, fed checked messages
     async with stdio_server() as (read_stream, write_stream):
         send, receive = create_context_streams[SessionMessage | Exception](0)
