@@ -13,7 +13,9 @@ supported citation, and whether every reference resolves to its lines on disk.
 
 ``--grounding off,on`` runs every mode twice in the same process, without and with
 the grounded-answer harness (issue 13: before/after side by side); the columns are
-then named ``auto/off``, ``auto/on``.
+then named ``auto/off``, ``auto/on``. ``--policy harness,model`` likewise runs every
+mode under each answer policy (issue 44: the harness's rules, or the model writing and
+the code checking), as ``auto/harness``, ``auto/model``.
 
 Results: bench/out/agent_results.json (per question) and a summary on stdout.
 Another question set or folder, another model (issue 13: the held-out set and the
@@ -119,7 +121,8 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
         grounding: list[str] | None = None, ids: set[str] | None = None,
         questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
         kb_dir: Path = ROOT / "sample_kb", model: str = "",
-        partial: Path | None = None, resume: bool = False, short_answer: str = "auto") -> dict:
+        partial: Path | None = None, resume: bool = False, short_answer: str = "auto",
+        policies: list[str] | None = None) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -143,15 +146,15 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
     # warm up: model and embedder loaded, first-call costs paid before timing
     run_to_result(Agent(llm, [kb], AgentConfig(mode="rag")), "What is Kestrel Gateway?")
     rows = []
-    columns = [(m, g) for m in modes for g in (grounding or [""])]
-    labels = [f"{m}/{g}" if g else m for m, g in columns]  # a row's "mode"
+    columns = [(m, g, p) for m in modes for g in (grounding or [""]) for p in (policies or [""])]
+    labels = ["/".join(x for x in c if x) for c in columns]  # a row's "mode"
     if resume and partial is not None and partial.is_file():
         # each question starts cold (cache reset), so finished rows stay valid
         rows = json.loads(partial.read_text())["rows"]
         print(f"resuming: {len(rows)} answers from {partial}", flush=True)
     done = {(r["id"], r["mode"]) for r in rows}
     for q in questions:
-        for (mode, g), label in zip(columns, labels, strict=True):
+        for (mode, g, policy), label in zip(columns, labels, strict=True):
             if (q["id"], label) in done:
                 continue
             llm.reset_cache()  # each question starts cold, as a new `kbagent ask` would
@@ -160,6 +163,8 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 config.short_answer = type(config.short_answer)(short_answer)
             if g:
                 config.grounded = g == "on"
+            if policy:
+                config.answer_policy = type(config.answer_policy)(policy)
             agent = Agent(llm, [kb], config)
             t0 = time.perf_counter()
             result = run_to_result(agent, q["question"])
@@ -190,6 +195,10 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "cited_sentences": sum(1 for x in sentences if x["cited"]),
                 "supported_claims": sum(1 for x in claims if x["cited"] and x["supported"]),
                 "number_missing": sum(1 for x in sentences if x.get("numbers_missing")),
+                "flagged": len(result.unsupported),
+                "prompt_total": result.usage.prompt_tokens,
+                "generated": result.usage.completion_tokens,
+                "llm_calls": result.usage.llm_calls,
                 "repeated": len(keys) - len(set(keys)),
                 "abstained": bool(getattr(result, "abstained", False)),
                 "repairs": [str(r.action) for r in result.repairs],
@@ -297,6 +306,12 @@ def summarize(data: dict) -> str:
     line("sentences with a number absent from their cited chunks",
          lambda rs: str(sum(r.get("number_missing", 0) for r in rs)))
     line("repeated sentences", lambda rs: str(sum(r.get("repeated", 0) for r in rs)))
+    line("flagged sentences (shown as unsupported)",
+         lambda rs: str(sum(r.get("flagged", 0) for r in rs)))
+    line("prompt / generated tokens per question (mean); LLM calls", lambda rs: (
+        f"{statistics.mean(r.get('prompt_total', 0) for r in rs):.0f} / "
+        f"{statistics.mean(r.get('generated', 0) for r in rs):.0f}; "
+        f"{statistics.mean(r.get('llm_calls', 0) for r in rs):.1f}"))
     answerable = ("factoid", "composite", "calculation")
 
     def abstention(rs):
@@ -325,6 +340,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--kinds", default="")
     ap.add_argument("--grounding", default="", help="off,on: both, side by side")
+    ap.add_argument("--policy", default="", help="harness,model: answer policies, side by side")
     ap.add_argument("--ids", default="", help="only these question ids (q01,q23,...)")
     ap.add_argument("--questions", type=Path, default=ROOT / "tests/data/sample_questions.jsonl",
                     help="JSONL question set (id, question, answer, gold_paths, kind)")
@@ -360,7 +376,8 @@ def main() -> None:
                [g for g in args.grounding.split(",") if g],
                set(filter(None, args.ids.split(","))),
                args.questions.resolve(), args.kb_dir.resolve(), args.model,
-               args.out.with_suffix(".partial.json"), args.resume, args.short_answer)
+               args.out.with_suffix(".partial.json"), args.resume, args.short_answer,
+               [p for p in args.policy.split(",") if p])
     args.out.write_text(json.dumps(data, indent=1))
     print()
     print(summarize(data))

@@ -74,10 +74,20 @@ def test_a_year_is_stated_never_computed() -> None:
 
 
 def test_citations_must_exist_and_be_given() -> None:
-    checks = check_answer("The cap is 120 seconds. The first wait is 500 ms [4].",
+    checks = check_answer("The cap is 999 seconds. The first wait is 500 ms [4]. It grows.",
                           {1: BACKOFF})
     assert checks[0].problems == ("it cites no source",)
     assert checks[1].problems == ("it cites [4], which is not one of the sources",)
+    assert checks[2].problems == ("it cites no source",)
+
+
+def test_an_uncited_sentence_one_source_bears_out_gets_its_marker_placed() -> None:
+    sources = {1: "Entries expire after a TTL of 3,600 seconds.", 2: BACKOFF}
+    checks = check_answer("The default TTL is one hour. The wait is capped at 120 seconds.",
+                          sources)
+    assert [(c.text, c.cites, c.placed, c.ok) for c in checks] == [
+        ("The default TTL is one hour [1].", (1,), True, True),
+        ("The wait is capped at 120 seconds [2].", (2,), True, True)]
 
 
 def test_a_name_or_code_term_must_be_in_the_cited_chunk() -> None:

@@ -4,7 +4,10 @@ The model writes the answer; this module reads it sentence by sentence and says,
 words meant for the model, what in each sentence its cited chunks do not bear out:
 
 * a sentence that states something cites a source (the policy's abstention sentence,
-  :data:`NOT_IN_KB`, needs none), and every number it cites is a source;
+  :data:`NOT_IN_KB`, needs none), and every number it cites is a source. Where the model
+  cited nothing but one shown source states every figure and name of the sentence, the
+  check places that source's marker at the sentence's end, as the harness always has
+  (DESIGN.md, Citations); the sentence's words stay as written;
 * every figure in it stands in a cited chunk as a reader compares figures: digits or
   number words ("five seconds" = "5 s"), any unit of the same dimension ("the 2-minute
   cap" = "120 seconds"), rounding to the precision written ("33%" for 33.33), or
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kbagent.agent.answer.citations import clean_text
 from kbagent.agent.answer.evidence import facts_of, is_number, same_text
@@ -34,7 +37,13 @@ from kbagent.agent.answer.figures import (
     quantities,
     same_quantity,
 )
-from kbagent.agent.answer.sentences import MARKER, cited_numbers, normalize_markers, sentence_spans
+from kbagent.agent.answer.sentences import (
+    MARKER,
+    cited_numbers,
+    insert_marker,
+    normalize_markers,
+    sentence_spans,
+)
 
 NOT_IN_KB = "The knowledge base does not say."
 # factors a reader applies without a source stating them: months, weeks and days of a
@@ -53,6 +62,7 @@ class SentenceCheck:
     cites: tuple[int, ...]
     problems: tuple[str, ...] = ()
     derived: tuple[str, ...] = ()
+    placed: bool = False  # the model cited nothing; the marker is the check's
 
     @property
     def ok(self) -> bool:
@@ -111,11 +121,12 @@ class _Evidence:
 
 
 def _claimed(body: str) -> list[Quantity]:
-    """The figures a sentence claims: not a pronoun "one", not part of a version."""
+    """The figures a sentence claims: not a pronoun "one" ("one hour" is a figure), not
+    part of a version."""
     versions = [m.span() for m in VERSION.finditer(body)]
     out = []
     for q in quantities(body):
-        if q.worded and q.text.lower() == "one":
+        if q.worded and q.text.lower() == "one" and not q.dimension:
             continue
         if any(q.text in body[s:e] for s, e in versions):
             continue
@@ -138,15 +149,20 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
     by one operation. So "it fell 3 points" alone is sent back, and "it fell 3 points,
     from 45% to 42%" passes."""
     given = _Evidence([question])
-    parsed = []
+    parsed: list[tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]]] = []
+    placed: set[int] = set()
     for s in (s.strip() for s in sentence_spans(answer)[0]):
         if not s:
             continue
         s = normalize_markers(s, set(range(1, 10_000)))
         cites = tuple(dict.fromkeys(cited_numbers(s)))
         body = MARKER.sub(" ", s)
+        figures = _claimed(body)
+        if not cites and (n := _holder(body, figures, sources, given)):
+            s, cites = insert_marker(s, f"[{n}]"), (n,)
+            placed.add(len(parsed))
         evidence = _Evidence(sources[n] for n in cites if n in sources)
-        parsed.append((s, cites, body, evidence, _claimed(body)))
+        parsed.append((s, cites, body, evidence, figures))
     # the figures the answer states that its sources bear out, as written or scaled
     stated: list[float] = []
     how: dict[tuple[int, int], str] = {}
@@ -160,7 +176,24 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
                 how[i, j] = scaled
                 stated.append(q.value)
     pairs = list(dict.fromkeys(stated))[:24]
-    return [_check(i, p, how, pairs, sources, given) for i, p in enumerate(parsed)]
+    return [replace(_check(i, p, how, pairs, sources, given), placed=i in placed)
+            for i, p in enumerate(parsed)]
+
+
+def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str],
+            given: _Evidence) -> int | None:
+    """The first source (in the order given: best first) that states every figure and
+    term of an uncited sentence that has some, as the harness places a marker the
+    model left out (DESIGN.md, Citations); None when no one source holds them all."""
+    terms = _terms(body)
+    if not figures and not terms:
+        return None
+    for n, text in sources.items():
+        evidence = _Evidence([text])
+        if (all(evidence.states(q) or given.states(q) for q in figures)
+                and all(same_text(t) in evidence.text for t in terms)):
+            return n
+    return None
 
 
 def _check(i: int, parsed: tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]],

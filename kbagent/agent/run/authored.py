@@ -167,6 +167,7 @@ def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
     for i, c in enumerate(written.checks):
         sent = s.processor.emit(c.text + (" " if i < len(texts) - 1 else ""), "claim",
                                 list(c.cites))
+        sent.auto = c.placed  # the model cited nothing: the check placed the marker
         if c.cites or not c.ok:
             sent.supported = c.ok
             sent.support = 1.0 if c.ok else 0.0
