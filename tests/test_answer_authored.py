@@ -145,3 +145,25 @@ def test_the_draft_streams_as_the_steps_thought(tmp_path: Path) -> None:
     assert reply in thought
     assert any(isinstance(e, Action) and e.tool == "kb_search" for e in events)
     assert isinstance(events[-1], Final) and events[-1].result.answer == reply
+
+
+def test_a_reply_that_gives_up_does_not_replace_a_draft_that_stood_better(
+        tmp_path: Path) -> None:
+    draft = ("It keeps 20 keep-alive connections by default [{n}]. "
+             "It keeps 7 when idle [{n}].")
+    final, llm = _ask(tmp_path, [citing(draft, "(Defaults 20)"), NOT_IN_KB])
+    assert len(llm.calls) == 2
+    n = final.result.sentences[0].cited[0]
+    assert final.result.answer == draft.format(n=n)
+    assert [s.supported for s in final.result.sentences] == [True, False]
+
+
+def test_a_table_row_quoted_as_the_passages_list_shows_it_passes(tmp_path: Path) -> None:
+    table = ("# Margin bridge\n\n| Driver | Q3 impact ($K) | Margin impact |\n|---|---|---|\n"
+             "| Q3 2026 gross margin | +586 net | 66.2% |\n")
+    llm = ScriptedLLM([citing('It was 66.2%: "Driver: Q3 2026 gross margin; Margin impact: '
+                              '66.2%" [{n}].', "66.2%")])
+    final = ask_one_file(tmp_path, "bridge.md", table, "What was the Q3 2026 gross margin?",
+                         llm=llm, answer_policy="model")
+    assert len(llm.calls) == 1
+    assert final.result.unsupported == []

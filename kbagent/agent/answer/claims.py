@@ -24,6 +24,7 @@ shows what still fails flagged (DESIGN.md, Answers).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -50,6 +51,7 @@ NOT_IN_KB = "The knowledge base does not say."
 # year, days of a week, hours of a day, minutes of an hour, seconds of an hour, per cent,
 # decimal and binary thousands
 FACTORS = (12, 52, 365, 7, 24, 60, 3600, 100, 1000, 1024)
+_ABRIDGED = re.compile(r";|\.\.\.|…|\[\.\.\.\]")  # where a quotation leaves text out
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,13 @@ def _claimed(body: str) -> list[Quantity]:
     return out
 
 
+def _holds(evidence: _Evidence, term: str) -> bool:
+    """Is ``term`` in the evidence? A quotation abridged with ``;`` or an ellipsis (a
+    table row with a column left out) is, when each of its parts is."""
+    parts = [p for p in _ABRIDGED.split(same_text(term)) if p.strip(" .")]
+    return bool(parts) and all(p.strip() in evidence.text for p in parts)
+
+
 def _terms(body: str) -> list[str]:
     """The names and quoted or code terms a sentence claims."""
     return [f for f in facts_of(body) if not is_number(f)]
@@ -191,7 +200,7 @@ def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str],
     for n, text in sources.items():
         evidence = _Evidence([text])
         if (all(evidence.states(q) or given.states(q) for q in figures)
-                and all(same_text(t) in evidence.text for t in terms)):
+                and all(_holds(evidence, t) or _holds(given, t) for t in terms)):
             return n
     return None
 
@@ -221,7 +230,7 @@ def _check(i: int, parsed: tuple[str, tuple[int, ...], str, _Evidence, list[Quan
         else:
             problems.append(f"the figure {q.text} is in none of its cited sources {where}")
     for term in _terms(body):
-        if same_text(term) not in evidence.text and same_text(term) not in given.text:
+        if not (_holds(evidence, term) or _holds(given, term)):
             problems.append(f"'{term}' is in none of its cited sources {where}")
     return SentenceCheck(sentence, cites, tuple(problems), tuple(derived))
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
 from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence, same_text
+from kbagent.agent.answer.units import units_of
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
 from kbagent.agent.kinds import AnswerPolicy, ErrorKind, Status, StepKind
@@ -148,7 +149,10 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         yield from search_step(s, step + 1, asked.group(1).strip(),
                                "The model asked to search again in other words.", top_k)
         step += 2
-    cited = {c.n: c.raw or c.text for c in sources}
+    # a chunk as the model was shown it: its text, and its units as the passages list
+    # renders them (a table row as "Driver: ...; Margin impact: 66.2%")
+    cited = {c.n: "\n".join([c.raw or c.text] + [u.text for u in units_of(c)])
+             for c in sources}
     checks = check_answer(_SEARCH.sub("", reply).strip() or NOT_IN_KB, cited, s.question)
     said = feedback(checks)
     if not said:
@@ -157,8 +161,17 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     again = yield from _reply(llm, cancel, s, step + 1, max_tokens)
     if again is None:
         return None, step + 1
-    checks = check_answer(_SEARCH.sub("", again).strip() or NOT_IN_KB, cited, s.question)
-    return Authored(checks, asked_again=True, searches=searches), step + 2
+    second = check_answer(_SEARCH.sub("", again).strip() or NOT_IN_KB, cited, s.question)
+    return Authored(max(second, checks, key=_standing), asked_again=True,
+                    searches=searches), step + 2
+
+
+def _standing(checks: list[SentenceCheck]) -> tuple[int, int]:
+    """How well a reply stood the check: its cited sentences that passed, then the
+    fewest that failed. The reply asked for again is shown unless the first stood
+    better (a model told one sentence failed sometimes gives up on the answer it had
+    right: "The knowledge base does not say.")."""
+    return (sum(1 for c in checks if c.ok and c.cites), -sum(1 for c in checks if not c.ok))
 
 
 def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
