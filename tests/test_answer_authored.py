@@ -69,15 +69,26 @@ def test_the_models_own_answer_reaches_the_user_as_written(tmp_path: Path) -> No
 
 
 def test_a_correct_paraphrase_is_kept_as_written(tmp_path: Path) -> None:
-    # a question the router sends to the ReAct loop: the model's step that begins its
-    # Final Answer ends the loop, and the answer is composed over the evidence
     reply = "It doubles from 500 ms until it reaches the 2-minute cap [{n}]."
-    final, llm = _ask(tmp_path, ["Thought: The results hold it.\nFinal Answer: It doubles.",
-                                 citing(reply, "500ms")],
+    final, llm = _ask(tmp_path, [citing(reply, "500ms")],
                       "How long does a retry wait grow to at most?")
     n = final.result.sentences[0].cited[0]
     assert final.result.answer == reply.format(n=n)
-    assert len(llm.calls) == 2
+    # the router would give this question the ReAct loop; the model policy takes one
+    # retrieval and lets the model ask for more
+    assert final.result.mode == "rag" and len(llm.calls) == 1
+
+
+def test_the_react_loop_ends_in_the_authored_answer(tmp_path: Path) -> None:
+    """--mode agent: the model's step that begins its Final Answer ends the loop, and the
+    answer is composed over the evidence."""
+    reply = "It doubles from 500 ms until it reaches the 2-minute cap [{n}]."
+    llm = ScriptedLLM(["Thought: The results hold it.\nFinal Answer: It doubles.",
+                       citing(reply, "500ms")])
+    final = ask_one_file(tmp_path, "pools.md", POOL, "How long does a retry wait grow to?",
+                         llm=llm, answer_policy="model", mode="agent")
+    assert final.result.answer == reply.format(n=final.result.sentences[0].cited[0])
+    assert len(llm.calls) == 2 and llm.calls[0]["grammar"]
     assert final.result.unsupported == []
 
 

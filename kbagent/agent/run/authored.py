@@ -29,7 +29,7 @@ from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
-from kbagent.agent.kinds import AnswerPolicy, ErrorKind, Status, StepKind
+from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.generation import generate
@@ -217,6 +217,15 @@ def model_writes(cfg: AgentConfig, llm: LLM) -> bool:
         return cfg.answer_policy == AnswerPolicy.MODEL
     size = declared_size(llm, cfg.llm_size)
     return size is not None and size >= MODEL_POLICY_MIN_PARAMS
+
+
+def authored_route(routed: AskMode, authored: bool) -> AskMode:
+    """``--mode auto`` under the model policy: a question the router gives the ReAct
+    loop takes one retrieval instead, and the model plans from there, asking for more
+    searches in its own words (``SEARCH:``). On 2 cores each ReAct step of the 1.5B
+    model, its prompt the tools' descriptions, cost 20-120 s and ran questions into the
+    time limit (BENCHMARKS.md, "Issue 44")."""
+    return AskMode.RAG if authored and routed == AskMode.AGENT else routed
 
 
 def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: bool,

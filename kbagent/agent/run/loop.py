@@ -43,7 +43,7 @@ from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
-from kbagent.agent.run.authored import authored_final, model_writes
+from kbagent.agent.run.authored import authored_final, authored_route, model_writes
 from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
@@ -133,7 +133,8 @@ class Agent:
     def _run(self, question: str, context: Conversation | None
              ) -> Generator[Event, None, None]:
         cfg = self.config
-        mode = route(question) if cfg.mode == AskMode.AUTO else cfg.mode
+        authored = model_writes(cfg, self.llm)  # the answer policy (run/authored.py)
+        mode = authored_route(route(question), authored) if cfg.mode == AskMode.AUTO else cfg.mode
         if mode != AskMode.DIRECT and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
@@ -141,7 +142,6 @@ class Agent:
         ctx.ledger.resolver = ctx.resolve_lines
         ctx.ledger.locator = ctx.locate
         now = self.clock.perf_counter()
-        authored = model_writes(cfg, self.llm)  # the answer policy (run/authored.py)
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
                                is_word=getattr(self.searcher, "is_word", None),
                                vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
