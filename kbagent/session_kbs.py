@@ -56,9 +56,11 @@ def open_kbs(settings: Settings, names: list[str] | None) -> OpenedKbs:
 
 def example_questions(kbs: list[KbReader], principal: Principal = ANONYMOUS
                       ) -> list[tuple[str, str]]:
-    """Four example tasks built from the titles and headings of the documents
+    """Up to four example tasks built from the titles and headings of the documents
     ``principal`` may read: (kind, question) for a lookup, a problem analysis, a
-    topic summary and a comparison. Deterministic (documents in path order)."""
+    topic summary and a comparison (none when every title is the same). A question
+    never names a document as its own subject and object. Deterministic (documents in
+    path order)."""
     docs: list[tuple[str, str]] = []  # (title, first heading)
     for kb in kbs:
         for title, path, heading, access in kb.store.first_headings():
@@ -70,12 +72,30 @@ def example_questions(kbs: list[KbReader], principal: Principal = ANONYMOUS
     if not docs:
         return []
     pick = [docs[(i * max(1, len(docs) // 4)) % len(docs)] for i in range(4)]
-    lookup = pick[0][1] or pick[0][0]
-    other = pick[3] if pick[3] != pick[2] else docs[-1]
-    return [
-        ("lookup", f"What does {pick[0][0]} say about {lookup}?"),
+    cards = [
+        ("lookup", _lookup(docs)),
         ("problem analysis", f"What problems are described in {pick[1][0]}, and what caused "
                              "them?"),
         ("topic summary", f"Summarize {pick[2][0]}."),
-        ("comparison", f"Compare {pick[2][0]} and {other[0]}."),
     ]
+    # never "Compare X and X": another title, or no comparison (one document)
+    others = [d for d in (pick[3], *reversed(docs)) if _words(d[0]) != _words(pick[2][0])]
+    if others:
+        cards.append(("comparison", f"Compare {pick[2][0]} and {others[0][0]}."))
+    return cards
+
+
+def _words(text: str) -> list[str]:
+    words = re.findall(r"\w+", text.casefold())
+    return words[1:] if words[:1] in (["the"], ["a"], ["an"]) else words
+
+
+def _lookup(docs: list[tuple[str, str]]) -> str:
+    """A lookup question about a topic of a document: the first document whose first
+    heading is not its own title (a document titled "The Ardmore Lighthouse" whose
+    heading is "Ardmore Lighthouse" has no topic apart from itself: "What does X say
+    about X?"); when none has one, a question about the first document."""
+    for title, topic in docs:
+        if topic and _words(topic) != _words(title):
+            return f"What does {title} say about {topic}?"
+    return f"What are the key facts in {docs[0][0]}?"

@@ -169,13 +169,19 @@ class KbApp(App[None]):
             kb = self.session.kb(kb_name)
             doc = FileViews(kb, self.session.principal).cat(path, 1, None, max_lines=100_000)
             spans = document_chunk_spans(kb, path) if chunks else []
+            # the page/slide/cells a person checks in the original, as `kbagent ref` and
+            # `search` show them (kb/locations.py describe, through the store)
+            where = kb.store.locate(doc.path, *lines) if lines and doc.location else ""
+            places = [kb.store.locate(doc.path, a, b) for a, b in spans] if doc.location else []
         except KbagentError as e:
             self.notify(str(e), title="Cannot open the document", severity="error")
             return
         source = kb.manifest.get("source", "")
         outline = code_outline(kb, path, self.session.principal) if chunks else None
         self.push_screen(DocumentScreen(kb_name, path, doc.lines, highlight=lines,
-                                        chunks=spans, source=source, outline=outline))
+                                        chunks=spans, source=source, outline=outline,
+                                        location=where if lines else doc.location,
+                                        chunk_locations=places))
 
     def open_in_editor(self, ref: dict[str, Any]) -> None:
         from pathlib import Path

@@ -39,6 +39,8 @@ from kbagent.tui.widgets import (
 )
 
 SEGMENT_CHARS = 1500
+INTRO = ("Ask a question about your documents. Enter sends; Ctrl+J or Alt+Enter adds a "
+         "line; Esc stops a run.")
 
 
 def pause_collector() -> None:
@@ -159,8 +161,7 @@ class AskScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="conversation"):
-            yield Static("Ask a question about your documents. Enter sends; Ctrl+J or "
-                         "Alt+Enter adds a line; Esc stops a run.", id="intro")
+            yield Static(INTRO, id="intro")
             yield Grid(id="cards")
         yield PromptInput(id="prompt", placeholder="Ask about your documents…")
         yield Footer()
@@ -364,18 +365,25 @@ class AskScreen(Screen[None]):
             host(self).session.cancel()
             self.notify("stopping… the answer will show what was gathered", timeout=3)
 
-    def action_new_conversation(self) -> None:
+    async def action_new_conversation(self) -> None:
+        """Forget the turns, show the intro and example cards again (on an empty
+        conversation they are there already); the input keeps or gets the focus."""
         if self.running:
             self.notify("a question is running; Esc stops it", severity="warning")
             return
         self.previous = None
-        for turn in self.turns:
-            turn.remove()
-        self.turns.clear()
-        conversation = self.query_one("#conversation", VerticalScroll)
-        conversation.mount(Static("New conversation.", id="intro"))
-        conversation.mount(Grid(id="cards"))
-        self.call_after_refresh(self.refresh_cards)
+        prompt = self.query_one(PromptInput)
+        if self.turns:
+            # focus first: a focused widget inside a removed turn (the references, after
+            # Ctrl+R) would hand the focus to the next focusable one, an example card
+            prompt.focus()
+            self.turns.clear()
+            await self.query(Turn).remove()
+            conversation = self.query_one("#conversation", VerticalScroll)
+            await conversation.mount_all([Static("New conversation. " + INTRO, id="intro"),
+                                          Grid(id="cards")])
+            self.refresh_cards()
+        prompt.focus()
 
     def action_focus_refs(self) -> None:
         panels = list(self.query(ReferencesPanel))

