@@ -123,3 +123,8 @@ def test_quantities_compare_as_a_reader_compares(claim: str, source: str, same: 
     [c] = quantities(claim)
     [s] = quantities(source)
     assert same_quantity(c, s) is same
+
+
+def test_a_citation_after_the_full_stop_belongs_to_the_sentence() -> None:
+    [check] = check_answer("The wait is capped at 120 seconds. [1]", {1: BACKOFF})
+    assert check.ok and check.cites == (1,) and not check.placed

@@ -160,9 +160,7 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
     given = _Evidence([question])
     parsed: list[tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]]] = []
     placed: set[int] = set()
-    for s in (s.strip() for s in sentence_spans(answer)[0]):
-        if not s:
-            continue
+    for s in _sentences(answer):
         s = normalize_markers(s, set(range(1, 10_000)))
         cites = tuple(dict.fromkeys(cited_numbers(s)))
         body = MARKER.sub(" ", s)
@@ -187,6 +185,18 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
     pairs = list(dict.fromkeys(stated))[:24]
     return [replace(_check(i, p, how, pairs, sources, given), placed=i in placed)
             for i, p in enumerate(parsed)]
+
+
+def _sentences(answer: str) -> list[str]:
+    """The answer's sentences; a citation written after the full stop ("GPUs. [1]")
+    belongs to the sentence before it."""
+    out: list[str] = []
+    for piece in (p.strip() for p in sentence_spans(answer)[0]):
+        if out and piece and not MARKER.sub("", piece).strip(" .;,"):
+            out[-1] += " " + piece
+        elif piece:
+            out.append(piece)
+    return out
 
 
 def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str],
