@@ -42,9 +42,9 @@ SOURCES = 6  # chunks shown to the model
 SOURCE_CHARS = 700  # of each, cut around its best passage
 PASSAGES = 5  # best passages listed again
 MAX_SEARCHES = 2  # searches the model may ask for before it must answer
-# answer policy auto: the model writes from this size on. Measured: a 1.5B model states
-# the fact first more often writing itself than under the harness (14 vs 2 of the first
-# Markdown questions, issue 44); the 135M bundled model does not read well enough
+# answer policy auto: the model writes from this size on. Measured (BENCHMARKS.md, "Issue
+# 44, session 1", first ten sample questions): the 1.5B writing states the fact first for
+# 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
 MODEL_POLICY_MIN_PARAMS = 1_000_000_000
 _SEARCH = re.compile(r"^\s*SEARCH\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 
