@@ -128,3 +128,11 @@ def test_quantities_compare_as_a_reader_compares(claim: str, source: str, same: 
 def test_a_citation_after_the_full_stop_belongs_to_the_sentence() -> None:
     [check] = check_answer("The wait is capped at 120 seconds. [1]", {1: BACKOFF})
     assert check.ok and check.cites == (1,) and not check.placed
+
+
+def test_a_round_figure_is_not_made_from_a_one_in_the_chunk() -> None:
+    """The 1.5B wrote "room for 100 entries" where its source said 512: a "1" in the
+    chunk times 100 had made it pass."""
+    [check] = check_answer("The module reserves room for 100 entries [1].",
+                           {1: "BanTable: 1 file; the ban list holds up to 512 entries."})
+    assert check.problems == ("the figure 100 is in none of its cited sources [1]",)

@@ -11,8 +11,8 @@ words meant for the model, what in each sentence its cited chunks do not bear ou
 * every figure in it stands in a cited chunk as a reader compares figures: digits or
   number words ("five seconds" = "5 s"), any unit of the same dimension ("the 2-minute
   cap" = "120 seconds"), rounding to the precision written ("33%" for 33.33), or
-  computed: a cited figure times one calendar or unit factor ("$360 a year" from "$30
-  a month"), or two figures the answer states and its sources bear out, combined by one
+  computed: a cited figure times one calendar factor ("$360 a year" from "$30 a
+  month"), or two figures the answer states and its sources bear out, combined by one
   sum, difference, product, ratio or percentage ("$216 more per year ($360 vs $144)").
   A computed figure is accepted with its derivation recorded; a year is never computed;
 * every name and quoted or code term in it is in a cited chunk.
@@ -47,10 +47,9 @@ from kbagent.agent.answer.sentences import (
 )
 
 NOT_IN_KB = "The knowledge base does not say."
-# factors a reader applies without a source stating them: months, weeks and days of a
-# year, days of a week, hours of a day, minutes of an hour, seconds of an hour, per cent,
-# decimal and binary thousands
-FACTORS = (12, 52, 365, 7, 24, 60, 3600, 100, 1000, 1024)
+# factors a reader applies to a rate without a source stating them: months, weeks and
+# days of a year, days of a week, hours of a day, minutes of an hour
+FACTORS = (12, 52, 365, 7, 24, 60)
 _ABRIDGED = re.compile(r";|\.\.\.|…|\[\.\.\.\]")  # where a quotation leaves text out
 
 
@@ -76,10 +75,14 @@ def _number_text(v: float) -> str:
 
 
 def _scaled(operands: Iterable[float]) -> Iterable[tuple[float, str]]:
-    """Every figure one calendar or unit factor makes of ``operands``, with how: a
-    month's rate over a year, a share as a percentage. Only upwards: dividing would make
-    every small number from a big one ("5" from a "60" in the chunk)."""
+    """Every figure one calendar factor makes of ``operands``, with how: a month's rate
+    over a year, a day's over a week. Only upwards (dividing would make every small
+    number of a big one: "5" from a "60" in the chunk), never of 0 or 1 (that would make
+    the factors themselves), never by 100 or 1000 (a "1" in the chunk made "room for 100
+    entries" pass; units are converted by their names instead, :mod:`figures`)."""
     for a in operands:
+        if a in (0, 1):
+            continue
         for f in FACTORS:
             yield a * f, f"{_number_text(a)} x {f}"
 
@@ -154,7 +157,7 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
     the chunk's text); figures the question itself states count as given.
 
     A computed figure must come from figures in view: one its cited chunks hold, scaled
-    by a calendar or unit factor, or two the answer states (itself borne out) combined
+    by a calendar factor, or two the answer states (itself borne out) combined
     by one operation. So "it fell 3 points" alone is sent back, and "it fell 3 points,
     from 45% to 42%" passes."""
     given = _Evidence([question])
