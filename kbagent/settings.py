@@ -237,7 +237,8 @@ class Settings(BaseSettings):
     llm_url: Str = D.llm_url  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
     llm_server_model: Str = D.llm_server_model  # model name to send to the server
     llm_api_key_env: Str = D.llm_api_key_env  # env var holding the server's key
-    # the model's size when its file does not declare it (a server's model): "7B", "1.5B"
+    # the model's size for answer_policy auto, over what its file declares (a server's
+    # model has no file): "7B", "1.5B"
     llm_size: Str = D.llm_size
     n_ctx: Int = D.n_ctx
     n_threads: Int = D.n_threads  # 0 = llama.cpp's default

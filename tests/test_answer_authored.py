@@ -178,3 +178,41 @@ def test_a_table_row_quoted_as_the_passages_list_shows_it_passes(tmp_path: Path)
                          llm=llm, answer_policy="model")
     assert len(llm.calls) == 1
     assert final.result.unsupported == []
+
+
+def test_when_asking_again_does_not_fit_the_checked_draft_stands(tmp_path: Path) -> None:
+    from kbagent.agent.llm.base import ContextFull
+
+    def full(messages: list[Message]) -> str:
+        raise ContextFull("the prompt does not fit")
+
+    draft = "It keeps 20 keep-alive connections by default [{n}]. It keeps 7 idle [{n}]."
+    final, _ = _ask(tmp_path, [citing(draft, "(Defaults 20)"), full])
+    n = final.result.sentences[0].cited[0]
+    assert final.result.status == "answered"
+    assert final.result.answer == draft.format(n=n)
+    assert [s.supported for s in final.result.sentences] == [True, False]
+
+
+def test_a_follow_up_shows_the_previous_turn_and_ranks_by_its_subject(tmp_path: Path) -> None:
+    from kbagent.agent.run.conversation import Conversation
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "pools.md").write_text(POOL, encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    llm = ScriptedLLM([citing("It is capped at 120 seconds [{n}].", "500ms")])
+    agent = Agent(llm, [KnowledgeBase(settings, "docs")],
+                  AgentConfig(mode="rag", answer_policy="model"))
+    context = Conversation().then("How does the retry backoff work?", "It doubles [1].")
+    final = [e for e in agent.run("And its cap?", context=context) if isinstance(e, Final)][-1]
+    prompt = llm.calls[0]["messages"][-1].content
+    assert prompt.startswith("Previous question: How does the retry backoff work?")
+    assert final.result.answer.startswith("It is capped at 120 seconds [")
+    assert final.result.question == "And its cap?"

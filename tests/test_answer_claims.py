@@ -85,7 +85,7 @@ def test_an_uncited_sentence_one_source_bears_out_gets_its_marker_placed() -> No
     sources = {1: "Entries expire after a TTL of 3,600 seconds.", 2: BACKOFF}
     checks = check_answer("The default TTL is one hour. The wait is capped at 120 seconds.",
                           sources)
-    assert [(c.text, c.cites, c.placed, c.ok) for c in checks] == [
+    assert [(c.text.strip(), c.cites, c.placed, c.ok) for c in checks] == [
         ("The default TTL is one hour [1].", (1,), True, True),
         ("The wait is capped at 120 seconds [2].", (2,), True, True)]
 
@@ -114,7 +114,9 @@ def test_versions_are_not_read_as_figures() -> None:
     ("4 KB", "4096 bytes", True),
     ("4 KB", "4000 bytes", True),
     ("3 minutes", "120 seconds", False),
-    ("2 MB", "2 seconds", True),   # the same number stands whatever its unit
+    ("2 MB", "2 seconds", False),  # a number with another unit is another figure
+    ("120 ms", "120 seconds", False),
+    ("the default is 20", "(Defaults 20)", True),
     ("two hundred and five", "205", True),
     ("33%", "33.333%", True),
     ("34%", "33.333%", False),
@@ -136,3 +138,44 @@ def test_a_round_figure_is_not_made_from_a_one_in_the_chunk() -> None:
     [check] = check_answer("The module reserves room for 100 entries [1].",
                            {1: "BanTable: 1 file; the ban list holds up to 512 entries."})
     assert check.problems == ("the figure 100 is in none of its cited sources [1]",)
+
+
+@pytest.mark.parametrize("answer, sources, question", [
+    # operands come from the same sentence: figures stated elsewhere make nothing
+    ("The pool keeps 20 connections [1]. It allows 100 [1]. The cache holds 8 entries [1].",
+     {1: "Defaults: 20 keep-alive connections, 100 connections, 5 retries, 3 hosts."}, ""),
+    # a calendar factor only for the period the sentence names
+    ("It retries 35 times [1].", {1: "Retry 5 times, for 7 days."}, ""),
+    # the question's figure never stands alone as the claim
+    ("It uses port 8080 [1].", {1: "The port is 9090."}, "Is the port 8080?"),
+    # saying the KB does not say, then claiming more
+    ("The knowledge base does not say which, but the default is 42 [1].",
+     {1: "Options are listed below."}, ""),
+    # identifiers are names, matched whole
+    ("Set R_PROFILE to change it [1].", {1: "Set R_LIBS_USER to change it."}, ""),
+    ("Set `R_LIBS` to change it [1].", {1: "Set R_LIBS_USER to change it."}, ""),
+    # units converted, then compared at 5% at most; another unit is another figure
+    ("The cap is 1 hour [1].", {1: "The cap is 90 minutes."}, ""),
+    ("The cap is 120 ms [1].", {1: "The cap is 120 seconds."}, ""),
+    # digits of a version or an architecture are no figure
+    ("The pool keeps 8 connections [1].", {1: "Requires httpx 0.23.8 or later."}, ""),
+    ("It uses 64 workers [1].", {1: "Built for x86_64 only."}, ""),
+    # a number too long for a float makes no figure pass
+    ("The pool keeps 7 connections [1].", {1: "Defaults 20. Key: " + "9" * 400}, ""),
+])
+def test_what_a_reader_would_not_accept_is_named(answer: str, sources: dict[int, str],
+                                                 question: str) -> None:
+    checks = check_answer(answer, sources, question)
+    assert not checks[-1].ok, checks[-1]
+
+
+def test_a_question_figure_rides_along_but_never_gets_a_marker_placed() -> None:
+    [check] = check_answer("Yes, the port is 8080.", {1: "The port is 9090."},
+                           "Is the port 8080?")
+    assert check.problems == ("it cites no source",) and not check.placed
+
+
+def test_units_are_no_names_and_a_line_that_states_nothing_needs_no_citation() -> None:
+    checks = check_answer("Each page is 4 KB [1].\n\n```\n", {1: "Pages are 4096 bytes."})
+    assert all(c.ok for c in checks), checks
+    assert "".join(c.text for c in checks) == "Each page is 4 KB [1].\n\n```\n"

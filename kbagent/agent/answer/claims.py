@@ -24,6 +24,7 @@ shows what still fails flagged (DESIGN.md, Answers).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +36,7 @@ from kbagent.agent.answer.figures import (
     VERSION,
     Quantity,
     close,
+    is_unit,
     quantities,
     same_quantity,
 )
@@ -47,9 +49,15 @@ from kbagent.agent.answer.sentences import (
 )
 
 NOT_IN_KB = "The knowledge base does not say."
-# factors a reader applies to a rate without a source stating them: months, weeks and
-# days of a year, days of a week, hours of a day, minutes of an hour
-FACTORS = (12, 52, 365, 7, 24, 60)
+# factors a reader applies to a rate without a source stating them, each allowed when the
+# sentence names its period: months, weeks and days of a year, days of a week, hours of
+# a day, minutes of an hour
+_PERIOD_FACTORS = ((12, ("year", "annual")), (52, ("year", "annual")),
+                   (365, ("year", "annual")), (7, ("week",)), (24, ("day", "daily")),
+                   (60, ("hour", "minute")))
+_IDENTIFIER = re.compile(r"(?<![\w./-])(?:--?[a-z][\w-]+|[A-Za-z]\w*_\w+|"
+                         r"[\w-]+\.(?:log|conf|cfg|ini|toml|ya?ml|json|txt|py|sh|md))(?![\w-])")
+_ANY_MARKER = set(range(1, 10_000))  # every marker kept for the check to judge
 _ABRIDGED = re.compile(r";|\.\.\.|…|\[\.\.\.\]")  # where a quotation leaves text out
 
 
@@ -74,21 +82,28 @@ def _number_text(v: float) -> str:
     return f"{v:g}" if abs(v) < 1e15 else str(v)
 
 
-def _scaled(operands: Iterable[float]) -> Iterable[tuple[float, str]]:
-    """Every figure one calendar factor makes of ``operands``, with how: a month's rate
-    over a year, a day's over a week. Only upwards (dividing would make every small
+def _periods(body: str) -> tuple[int, ...]:
+    """The calendar factors the periods a sentence names allow ("a year": 12, 52, 365)."""
+    low = body.lower()
+    return tuple(f for f, words in _PERIOD_FACTORS if any(w in low for w in words))
+
+
+def _scaled(operands: Iterable[float], factors: Sequence[int]) -> Iterable[tuple[float, str]]:
+    """Every figure one of ``factors`` makes of ``operands``, with how: a month's rate
+    over the year the sentence names. Only upwards (dividing would make every small
     number of a big one: "5" from a "60" in the chunk), never of 0 or 1 (that would make
-    the factors themselves), never by 100 or 1000 (a "1" in the chunk made "room for 100
-    entries" pass; units are converted by their names instead, :mod:`figures`)."""
+    the factors themselves)."""
     for a in operands:
         if a in (0, 1):
             continue
-        for f in FACTORS:
+        for f in factors:
             yield a * f, f"{_number_text(a)} x {f}"
 
 
-def _combined(operands: Sequence[float]) -> Iterable[tuple[float, str]]:
-    """Every figure one operation makes of two of ``operands``, with how."""
+def _combined(operands: Sequence[float], percent: bool = False
+              ) -> Iterable[tuple[float, str]]:
+    """Every figure one operation makes of two of ``operands``, with how; a share or a
+    change in per cent only for a figure written as a percentage."""
     for a, b in itertools.permutations(operands, 2):
         sa, sb = _number_text(a), _number_text(b)
         yield a + b, f"{sa} + {sb}"
@@ -96,10 +111,9 @@ def _combined(operands: Sequence[float]) -> Iterable[tuple[float, str]]:
         yield a * b, f"{sa} x {sb}"
         if b:
             yield a / b, f"{sa} / {sb}"
-            yield a / b * 100, f"{sa} / {sb} x 100"
-            yield (a - b) / b * 100, f"({sa} - {sb}) / {sb} x 100"
-        for f in FACTORS[:3]:  # a rate's difference over a year: (30 - 12) x 12
-            yield (a - b) * f, f"({sa} - {sb}) x {f}"
+            if percent:
+                yield a / b * 100, f"{sa} / {sb} x 100"
+                yield (a - b) / b * 100, f"({sa} - {sb}) / {sb} x 100"
 
 
 def _derive(q: Quantity, candidates: Iterable[tuple[float, str]]) -> str | None:
@@ -118,11 +132,14 @@ class _Evidence:
         raw = "\n".join(texts)
         self.text = same_text(raw) + "\n" + same_text(clean_text(raw))
         self.quantities = quantities(raw) + quantities(clean_text(raw))
-        self.digits = {float(d.replace(",", "")) for d in ANY_DIGITS.findall(raw)}
+        # any other run of digits (the 2 of "HTTP/2"), versions left out
+        plain = VERSION.sub(" ", raw)
+        self.digits = {v for d in ANY_DIGITS.findall(plain)
+                       if math.isfinite(v := float(d.replace(",", "")))}
 
     def states(self, q: Quantity) -> bool:
         return (any(same_quantity(q, s) for s in self.quantities)
-                or (not q.worded and q.value in self.digits))
+                or (not q.worded and not q.dimension and q.value in self.digits))
 
 
 def _claimed(body: str) -> list[Quantity]:
@@ -140,70 +157,70 @@ def _claimed(body: str) -> list[Quantity]:
 
 
 def _holds(evidence: _Evidence, term: str) -> bool:
-    """Is ``term`` in the evidence? A quotation abridged with ``;`` or an ellipsis (a
-    table row with a column left out) is, when each of its parts is."""
-    parts = [p for p in _ABRIDGED.split(same_text(term)) if p.strip(" .")]
-    return bool(parts) and all(p.strip() in evidence.text for p in parts)
+    """Is ``term`` in the evidence, as a whole word or words (``R_LIBS`` is not in
+    ``R_LIBS_USER``)? A quotation abridged with ``;`` or an ellipsis (a table row with a
+    column left out) is, when each of its parts is."""
+    parts = [p.strip() for p in _ABRIDGED.split(same_text(term)) if p.strip(" .")]
+    return bool(parts) and all(
+        re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", evidence.text) for p in parts)
 
 
 def _terms(body: str) -> list[str]:
-    """The names and quoted or code terms a sentence claims."""
-    return [f for f in facts_of(body) if not is_number(f)]
+    """The names, quoted or code terms and identifiers a sentence claims (an identifier:
+    a word with an underscore, an option with two dashes, a file name with its
+    extension); units of measure are figures' units, not names."""
+    names = [f for f in facts_of(body) if not is_number(f) and not is_unit(f)]
+    return list(dict.fromkeys(names + _IDENTIFIER.findall(body)))
 
 
 def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
                  ) -> list[SentenceCheck]:
     """Check every sentence of ``answer`` against ``sources`` (citation number ->
-    the chunk's text); figures the question itself states count as given.
+    the chunk's text). A figure or name the question itself states may be restated in a
+    sentence that also states something its cited chunks hold ("Since version 3, the
+    cap is 120 seconds"), never stand alone as the sentence's claim.
 
-    A computed figure must come from figures in view: one its cited chunks hold, scaled
-    by a calendar factor, or two the answer states (itself borne out) combined
-    by one operation. So "it fell 3 points" alone is sent back, and "it fell 3 points,
-    from 45% to 42%" passes."""
+    A computed figure must come from figures in view: one its cited chunks hold times
+    the calendar factor of a period the sentence names, or two figures the same
+    sentence states (each borne out) combined by one operation. So "it fell 3 points"
+    alone is sent back, and "it fell 3 points, from 45% to 42%" passes."""
     given = _Evidence([question])
-    parsed: list[tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]]] = []
-    placed: set[int] = set()
-    for s in _sentences(answer):
-        s = normalize_markers(s, set(range(1, 10_000)))
+    out = []
+    for raw in _sentences(answer):
+        s = normalize_markers(raw.rstrip(), _ANY_MARKER) + raw[len(raw.rstrip()):]
         cites = tuple(dict.fromkeys(cited_numbers(s)))
         body = MARKER.sub(" ", s)
         figures = _claimed(body)
-        if not cites and (n := _holder(body, figures, sources, given)):
-            s, cites = insert_marker(s, f"[{n}]"), (n,)
-            placed.add(len(parsed))
-        evidence = _Evidence(sources[n] for n in cites if n in sources)
-        parsed.append((s, cites, body, evidence, figures))
-    # the figures the answer states that its sources bear out, as written or scaled
-    stated: list[float] = []
-    how: dict[tuple[int, int], str] = {}
-    for i, (_, _, _, evidence, figures) in enumerate(parsed):
-        for j, q in enumerate(figures):
-            if evidence.states(q) or given.states(q):
-                stated.append(q.value)
-                continue
-            scaled = _derive(q, _scaled(v.value for v in evidence.quantities))
-            if scaled is not None:
-                how[i, j] = scaled
-                stated.append(q.value)
-    pairs = list(dict.fromkeys(stated))[:24]
-    return [replace(_check(i, p, how, pairs, sources, given), placed=i in placed)
-            for i, p in enumerate(parsed)]
-
-
-def _sentences(answer: str) -> list[str]:
-    """The answer's sentences; a citation written after the full stop ("GPUs. [1]")
-    belongs to the sentence before it."""
-    out: list[str] = []
-    for piece in (p.strip() for p in sentence_spans(answer)[0]):
-        if out and piece and not MARKER.sub("", piece).strip(" .;,"):
-            out[-1] += " " + piece
-        elif piece:
-            out.append(piece)
+        placed = False
+        if not cites and (n := _holder(body, figures, sources)):
+            s, cites, placed = _placed(s, n), (n,), True
+        out.append(replace(_check(s, cites, body, figures, sources, given), placed=placed))
     return out
 
 
-def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str],
-            given: _Evidence) -> int | None:
+def _placed(sentence: str, n: int) -> str:
+    """The sentence with ``[n]`` placed at its end, its trailing whitespace kept."""
+    core = sentence.rstrip()
+    return insert_marker(core, f"[{n}]") + sentence[len(core):]
+
+
+def _sentences(answer: str) -> list[str]:
+    """The answer's sentences, each with the whitespace that follows it (line breaks
+    and lists are shown as written); a citation written after the full stop ("GPUs.
+    [1]") belongs to the sentence before it."""
+    out: list[str] = []
+    for piece in sentence_spans(answer)[0]:
+        if out and piece.strip() and not MARKER.sub("", piece).strip(" .;,\n\t"):
+            core = out[-1].rstrip()
+            out[-1] = core + " " + piece.strip() + out[-1][len(core):]
+        elif piece.strip():
+            out.append(piece)
+        elif out:
+            out[-1] += piece
+    return out
+
+
+def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str]) -> int | None:
     """The first source (in the order given: best first) that states every figure and
     term of an uncited sentence that has some, as the harness places a marker the
     model left out (DESIGN.md, Citations); None when no one source holds them all."""
@@ -212,18 +229,20 @@ def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str],
         return None
     for n, text in sources.items():
         evidence = _Evidence([text])
-        if (all(evidence.states(q) or given.states(q) for q in figures)
-                and all(_holds(evidence, t) or _holds(given, t) for t in terms)):
+        if all(evidence.states(q) for q in figures) and all(_holds(evidence, t)
+                                                          for t in terms):
             return n
     return None
 
 
-def _check(i: int, parsed: tuple[str, tuple[int, ...], str, _Evidence, list[Quantity]],
-           how: Mapping[tuple[int, int], str], pairs: Sequence[float],
+def _check(sentence: str, cites: tuple[int, ...], body: str, figures: list[Quantity],
            sources: Mapping[int, str], given: _Evidence) -> SentenceCheck:
-    sentence, cites, body, evidence, figures = parsed
-    if same_text(body).startswith(same_text(NOT_IN_KB).rstrip(".")):
-        return SentenceCheck(sentence, cites)
+    terms = _terms(body)
+    if same_text(body).startswith(same_text(NOT_IN_KB).rstrip(".")) and all(
+            given.states(q) for q in figures) and all(_holds(given, t) for t in terms):
+        return SentenceCheck(sentence, cites)  # it says the KB does not say, and no more
+    if not figures and not terms and not re.search(r"\w", body):
+        return SentenceCheck(sentence, cites)  # punctuation, a code fence: states nothing
     problems: list[str] = []
     unknown = [n for n in cites if n not in sources]
     problems += [f"it cites [{n}], which is not one of the sources" for n in unknown]
@@ -233,17 +252,28 @@ def _check(i: int, parsed: tuple[str, tuple[int, ...], str, _Evidence, list[Quan
             problems.append("it cites no source")
         return SentenceCheck(sentence, cites, tuple(problems))
     where = ", ".join(f"[{n}]" for n in known)
-    derived = []
-    for j, q in enumerate(figures):
-        if evidence.states(q) or given.states(q):
+    evidence = _Evidence(sources[n] for n in known)
+    held = [q for q in figures if evidence.states(q)]
+    held_terms = [t for t in terms if _holds(evidence, t)]
+    # the question's own figures and names ride along only beside a claim the sources hold
+    ride = bool(held or held_terms)
+    periods = _periods(body)
+    scaled = {i: made for i, q in enumerate(figures) if q not in held
+              and (made := _derive(q, _scaled((v.value for v in evidence.quantities),
+                                              periods)))}
+    operands = [q.value for q in held] + [figures[i].value for i in scaled]
+    derived = list(scaled.values())
+    for i, q in enumerate(figures):
+        if q in held or i in scaled or (ride and given.states(q)):
             continue
-        made = how.get((i, j)) or _derive(q, _combined([v for v in pairs if v != q.value]))
+        made = _derive(q, _combined([v for v in operands if v != q.value],
+                                    percent=q.dimension == "percent"))
         if made is not None:
             derived.append(made)
         else:
             problems.append(f"the figure {q.text} is in none of its cited sources {where}")
-    for term in _terms(body):
-        if not (_holds(evidence, term) or _holds(given, term)):
+    for term in terms:
+        if term not in held_terms and not (ride and _holds(given, term)):
             problems.append(f"'{term}' is in none of its cited sources {where}")
     return SentenceCheck(sentence, cites, tuple(problems), tuple(derived))
 

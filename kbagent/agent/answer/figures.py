@@ -13,6 +13,7 @@ general vocabulary of figures, not any one question's phrasing.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -54,7 +55,7 @@ _NUM = re.compile(
 _UNIT_AFTER = re.compile(rf"[ -]?(?P<u>{_UNIT_ALT})(?:e?s)?\b|[ -]?(?P<p>%)", re.IGNORECASE)
 VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+){2,}(?:[-+.]?[a-z]+\d*)?(?![\w.])", re.I)
 # any run of digits not led by a letter (the 2 of "HTTP/2", not the 3 of "Q3")
-ANY_DIGITS = re.compile(r"(?<![A-Za-z\d])\d+(?:,\d{3})*(?:\.\d+)?")
+ANY_DIGITS = re.compile(r"(?<![A-Za-z\d_])\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ def quantities(text: str) -> list[Quantity]:
         if m.group("d"):
             raw = m.group("d")
             value = float(raw.replace(",", ""))
+            if not math.isfinite(value):
+                continue
             decimals = len(raw.split(".")[1]) if "." in raw else 0
             worded = False
         else:
@@ -114,18 +117,28 @@ def quantities(text: str) -> list[Quantity]:
     return out
 
 
+def is_unit(word: str) -> bool:
+    """Is ``word`` a unit of time, size or percent ("KB", "ms", "hours")?"""
+    low = word.lower()
+    return low in _UNITS or (low.endswith("s") and low[:-1] in _UNITS)
+
+
 def close(written: float, decimals: int, value: float) -> bool:
     """Is ``written`` (with ``decimals`` decimals) ``value`` rounded as a reader rounds
-    it ("33.3" or "33" for 33.33; an integer for an integer only itself)?"""
-    return abs(written - value) <= 0.5 * 10.0 ** -decimals + 1e-9 * max(1.0, abs(value))
+    it ("33.3" or "33" for 33.33; an integer for an integer only itself), and no more
+    than 5% off ("1 hour" is not 90 minutes, though 1.5 rounds to it)?"""
+    diff = abs(written - value)
+    return diff <= 1e-9 * max(1.0, abs(value)) or (
+        diff <= 0.5 * 10.0 ** -decimals and diff <= 0.05 * abs(value))
 
 
 def same_quantity(claim: Quantity, source: Quantity) -> bool:
-    """Does ``source`` state the figure ``claim`` states: the same number, or the same
-    amount in another unit of the same dimension ("2 minutes" = "120 seconds")?"""
-    if close(claim.value, claim.decimals, source.value):
-        return True
-    if not claim.dimension or claim.dimension != source.dimension:
+    """Does ``source`` state the figure ``claim`` states: the same number (either of
+    them without a unit), or the same amount in a unit of the same dimension ("2
+    minutes" = "120 seconds"; "120 ms" is not "120 seconds")?"""
+    if not (claim.dimension and source.dimension):
+        return close(claim.value, claim.decimals, source.value)
+    if claim.dimension != source.dimension:
         return False
     return any(close(claim.value, claim.decimals, source.value * sf / cf)
                for cf in claim.factors for sf in source.factors)

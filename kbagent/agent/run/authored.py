@@ -31,11 +31,12 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
 from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
+from kbagent.agent.run.conversation import in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.generation import generate
 from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.state import AgentConfig, RunState, StepDone, record_step
-from kbagent.errors import BackendError, BadInputError
+from kbagent.errors import BackendError, BadInputError, KbagentError
 from kbagent.models.gguf_info import declared_parameters, parse_size_label
 
 SOURCES = 6  # chunks shown to the model
@@ -46,7 +47,7 @@ MAX_SEARCHES = 2  # searches the model may ask for before it must answer
 # 44, session 1", first ten sample questions): the 1.5B writing states the fact first for
 # 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
 MODEL_POLICY_MIN_PARAMS = 1_000_000_000
-_SEARCH = re.compile(r"^\s*SEARCH\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+_SEARCH = re.compile(r"\s*SEARCH\s*:\s*(.+)", re.IGNORECASE)
 
 AUTHOR_SYSTEM = f"""You answer a question from numbered sources, quoted from documents.
 - State the answer in your first sentence, then add what helps, briefly.
@@ -104,9 +105,10 @@ def evidence_message(s: RunState, sources: list[Citation], best: list[Scored]) -
                       f"{_cut(c.text, first.get(c.n, ''), SOURCE_CHARS)}")
     passages = "\n".join(f'- [{sc.unit.n}] "{sc.unit.text}"' for sc in best)
     notes = ("\n\nCalculations:\n" + "\n".join(s.notes)) if s.notes else ""
-    return ("Sources:\n\n" + "\n\n".join(blocks)
-            + (f"\n\nThe passages that best match the question:\n{passages}" if passages
-               else "") + notes + f"\n\nQuestion: {s.question}")
+    return in_conversation("Sources:\n\n" + "\n\n".join(blocks)
+                           + (f"\n\nThe passages that best match the question:\n{passages}"
+                              if passages else "") + notes + f"\n\nQuestion: {s.question}",
+                           s.context)
 
 
 def _system(searches_left: int) -> str:
@@ -120,10 +122,10 @@ def _reply(llm: LLM, cancel: CancelToken, s: RunState, step: int, max_tokens: in
     run was cancelled or ran out of time (the caller ends it)."""
     started = s.clock.perf_counter()
     yield StepStarted(step, kind=StepKind.ANSWER)
-    completion, text, aborted = yield from generate(llm, cancel, s, step, None, max_tokens,
+    completion, text, _ = yield from generate(llm, cancel, s, step, None, max_tokens,
                                                     final_turn=True, as_thought=True)
     if completion is None:
-        return None if aborted else text
+        return None  # cancelled, or out of time
     record_step(s, step, StepDone(), completion, started)
     return text.strip()
 
@@ -135,7 +137,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     written (None when the run was stopped) and the next step number."""
     searches = 0
     while True:
-        sources, best = ranked_sources(s.question, list(s.ledger), vectors)
+        sources, best = ranked_sources(s.query, list(s.ledger), vectors)
         if not sources:
             return Authored([SentenceCheck(NOT_IN_KB, ())]), step
         s.messages = [Message("system", _system(MAX_SEARCHES - searches)),
@@ -154,17 +156,26 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     # renders them (a table row as "Driver: ...; Margin impact: 66.2%")
     cited = {c.n: "\n".join([c.raw or c.text] + [u.text for u in units_of(c)])
              for c in sources}
-    checks = check_answer(_SEARCH.sub("", reply).strip() or NOT_IN_KB, cited, s.question)
+    checks = check_answer(_answer_of(reply), cited, s.question)
     said = feedback(checks)
     if not said:
         return Authored(checks, searches=searches), step + 1
     s.messages += [Message("assistant", reply), Message("user", said)]
-    again = yield from _reply(llm, cancel, s, step + 1, max_tokens)
-    if again is None:
-        return None, step + 1
-    second = check_answer(_SEARCH.sub("", again).strip() or NOT_IN_KB, cited, s.question)
+    try:
+        again = yield from _reply(llm, cancel, s, step + 1, max_tokens)
+    except ContextFull:  # the reply and the reasons did not fit: the draft stands
+        again = None
+    if again is None:  # cancelled, out of time or out of room: the checked draft stands
+        return (None if cancel.is_set() else Authored(checks, searches=searches)), step + 1
+    second = check_answer(_answer_of(again), cited, s.question)
     return Authored(max(second, checks, key=_standing), asked_again=True,
                     searches=searches), step + 2
+
+
+def _answer_of(reply: str) -> str:
+    """The answer in a reply: all of it, unless it is a search request made when no
+    search was left, which says the sources do not hold the answer."""
+    return NOT_IN_KB if _SEARCH.match(reply) or not reply.strip() else reply
 
 
 def _standing(checks: list[SentenceCheck]) -> tuple[int, int]:
@@ -178,9 +189,8 @@ def _standing(checks: list[SentenceCheck]) -> tuple[int, int]:
 def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
     """The checked reply, sentence by sentence: a failed sentence is flagged."""
     texts = [c.text for c in written.checks]
-    for i, c in enumerate(written.checks):
-        sent = s.processor.emit(c.text + (" " if i < len(texts) - 1 else ""), "claim",
-                                list(c.cites))
+    for c in written.checks:  # each with the whitespace the model wrote after it
+        sent = s.processor.emit(c.text, "claim", list(c.cites))
         sent.auto = c.placed  # the model cited nothing: the check placed the marker
         if c.cites or not c.ok:
             sent.supported = c.ok
@@ -207,7 +217,7 @@ def declared_size(llm: LLM, llm_size: str = "") -> int | None:
 def _declared(path: str) -> int | None:
     try:
         return declared_parameters(Path(path))
-    except (OSError, ValueError):
+    except (OSError, ValueError, KbagentError):  # unreadable: it declares nothing
         return None
 
 
@@ -235,6 +245,9 @@ def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: b
     checked answer and ``Final`` (answered, or limit when a limit ended the loop); a
     cancel, the time limit, a full context window or a failing backend end it as they
     end any turn."""
+    if s.stalled:  # a backend that sent nothing until the limit is not asked again
+        yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
+        return
     vectors = SentenceVectors(getattr(s.ctx.searcher, "embed_texts", None))
     try:
         written, _ = yield from compose(s, step, llm, cancel, top_k=cfg.rag_top_k,

@@ -74,7 +74,7 @@ class AgentConfig:
     # who writes a knowledge answer (kbagent/agent/run/authored.py); like short_answer,
     # the setting's default (auto) comes through from_settings, a bare config is harness
     answer_policy: AnswerPolicy = AnswerPolicy.HARNESS
-    llm_size: str = default("llm_size")  # the model's size when its file does not say
+    llm_size: str = default("llm_size")  # the model's size, over what its file says
 
     def __post_init__(self) -> None:
         # the closed sets are checked where a flag or setting is parsed (Typer, the
