@@ -11,11 +11,13 @@ words meant for the model, what in each sentence its cited chunks do not bear ou
 * every figure in it stands in a cited chunk as a reader compares figures: digits or
   number words ("five seconds" = "5 s"), any unit of the same dimension ("the 2-minute
   cap" = "120 seconds"), rounding to the precision written ("33%" for 33.33), or
-  computed: a cited figure times one calendar factor ("$360 a year" from "$30 a
-  month"), or two figures the answer states and its sources bear out, combined by one
-  sum, difference, product, ratio or percentage ("$216 more per year ($360 vs $144)").
-  A computed figure is accepted with its derivation recorded; a year is never computed;
-* every name and quoted or code term in it is in a cited chunk.
+  computed: a cited figure times the calendar factor of a period the sentence names
+  ("$360 a year" from "$30 a month"), or two figures the same sentence states and its
+  sources bear out, combined by one sum, difference, product or ratio, or a percentage
+  for a figure written as one ("$216 more per year ($360 vs $144)"). A computed figure
+  is accepted with its derivation recorded; a year is never computed;
+* every name, quoted or code term and identifier (``R_LIBS_USER``, ``--max-conn``,
+  ``pkg.log``) in it is in a cited chunk, as whole words.
 
 Nothing here changes a sentence. The policy feeds :func:`feedback` to the model once and
 shows what still fails flagged (DESIGN.md, Answers).
