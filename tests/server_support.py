@@ -23,6 +23,17 @@ from tests.conftest import ROOT
 USERS = '[users]\nmaya = ["executives"]\nsam = ["engineering"]\n'
 
 
+def add_token(name: str, *who: str) -> str:
+    """``kbagent serve token add NAME ...`` in-process; the token it prints once."""
+    from typer.testing import CliRunner
+
+    from kbagent.cli import app
+
+    res = CliRunner().invoke(app, ["serve", "token", "add", name, *who])
+    assert res.exit_code == 0, res.stderr
+    return res.stdout.strip()
+
+
 def server_env(home: Path, script: str = "paste", delay: float = 0.0) -> dict[str, str]:
     return {"KBAGENT_HOME": str(home), "PYTHONPATH": str(ROOT), "KBAGENT_GROUNDED": "false",
             "KBAGENT_TEST_SCRIPT": script, "KBAGENT_TEST_PIECE_DELAY": str(delay),

@@ -21,7 +21,15 @@ from typer.testing import CliRunner
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from tests.conftest import ROOT
-from tests.server_support import USERS, command, free_port, http_client, http_server, server_env
+from tests.server_support import (
+    USERS,
+    add_token,
+    command,
+    free_port,
+    http_client,
+    http_server,
+    server_env,
+)
 
 runner = CliRunner()
 MCP_HEADERS = {"Accept": "application/json, text/event-stream",
@@ -33,12 +41,6 @@ VERSION = "2025-06-18"
 def home(sample_settings):
     (sample_settings.home / "users.toml").write_text(USERS)
     return sample_settings.home
-
-
-def add_token(name: str, *who: str) -> str:
-    res = runner.invoke(app, ["serve", "token", "add", name, *who])
-    assert res.exit_code == 0, res.stderr
-    return res.stdout.strip()
 
 
 # --- a raw MCP client that can walk away mid-call ----------------------------------

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from kbagent.cli import app
 from kbagent.errors import ExitCode
 from kbagent.server.auth import token_hash
-from tests.server_support import USERS, dump, http_client, http_server
+from tests.server_support import USERS, add_token, dump, http_client, http_server
 from tests.test_access_leaks import PLAN
 from tests.test_server_mcp import PLAN_URIS, TOOLS, probe_everything
 
@@ -25,12 +25,6 @@ runner = CliRunner()
 def home(sample_settings):
     (sample_settings.home / "users.toml").write_text(USERS)
     return sample_settings.home
-
-
-def add_token(name: str, *who: str) -> str:
-    res = runner.invoke(app, ["serve", "token", "add", name, *who])
-    assert res.exit_code == 0, res.stderr
-    return res.stdout.strip()
 
 
 def test_tokens_are_stored_hashed_and_shown_once(home):
