@@ -37,7 +37,21 @@ class Completion:
 
 
 class ContextFull(BackendError):
-    """The prompt does not fit the model's context window."""
+    """The prompt does not fit the model's context window. ``needed``: the tokens the
+    call needed (prompt and the least room to answer in) and ``context`` the window's
+    size, where the backend can tell (a server's error text may not say)."""
+
+    def __init__(self, message: str, *, needed: int | None = None,
+                 context: int | None = None) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.context = context
+
+
+class ContextTooSmall(BackendError):
+    """A run's first prompt does not fit: the model (or its ``n_ctx``) is refused for
+    this question, with the number of tokens it needs, rather than answered as a run
+    that filled its context."""
 
 
 @dataclass(frozen=True)

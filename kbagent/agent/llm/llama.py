@@ -170,6 +170,12 @@ def _cached_prefix(llm: Any, tokens: list[int]) -> int:
     return min(cached, len(tokens) - 1)
 
 
+def _trained_context(metadata: dict[str, str]) -> int | None:
+    """``{architecture}.context_length`` from the GGUF's metadata, when it says."""
+    value = metadata.get(f"{metadata.get('general.architecture', '')}.context_length", "")
+    return int(value) if str(value).isdigit() and int(value) > 0 else None
+
+
 class LlamaCppLLM(LLM):
     supports_grammar = True
     local = True  # runs in this process (what kbagent says about itself)
@@ -193,8 +199,11 @@ class LlamaCppLLM(LLM):
         self._key = key
         self._closed = False
         self._llm, self._lock = cached
-        self.context_length = int(self._llm.n_ctx())
         md = self._llm.metadata or {}
+        # positions past the context the model was trained on are garbage to it:
+        # a larger n_ctx is no larger window
+        self.trained_context = _trained_context(md)
+        self.context_length = min(int(self._llm.n_ctx()), self.trained_context or 1 << 30)
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         eos = self._token_text(self._llm.token_eos())
@@ -284,7 +293,8 @@ class LlamaCppLLM(LLM):
             tokens = llm.tokenize(prompt.encode(), add_bos=True, special=True)
             if len(tokens) >= self.context_length:
                 raise ContextFull(f"prompt of {len(tokens)} tokens does not fit the "
-                                  f"{self.context_length}-token context")
+                                  f"{self.context_length}-token context",
+                                  needed=len(tokens) + 1, context=self.context_length)
             cached = _cached_prefix(llm, tokens)
             started = time.perf_counter()
             try:
@@ -318,8 +328,9 @@ class LlamaCppLLM(LLM):
             if room < min(max_tokens, MIN_GENERATION):
                 raise ContextFull(
                     f"prompt of {len(tokens)} tokens leaves {max(room, 0)} of the "
-                    f"{self.context_length}-token context to generate in"
-                )
+                    f"{self.context_length}-token context to generate in",
+                    needed=len(tokens) + min(max_tokens, MIN_GENERATION),
+                    context=self.context_length)
             # a limit is an upper bound (the loop asks for a grammar's worst case), so
             # it is clamped to the room left rather than refused
             max_tokens = min(max_tokens, room)

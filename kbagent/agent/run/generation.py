@@ -9,7 +9,7 @@ from collections.abc import Generator
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, Event, ThoughtDelta
 from kbagent.agent.kinds import FinishReason
-from kbagent.agent.llm.base import LLM, Completion
+from kbagent.agent.llm.base import LLM, Completion, ContextFull, ContextTooSmall
 from kbagent.agent.run.react import ANSWER_STOP, STOP, StepStreamer
 from kbagent.agent.run.state import RunState
 
@@ -66,6 +66,10 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
             except StopIteration as stop:
                 completion = stop.value
                 break
+            except ContextFull as e:
+                if s.usage.llm_calls or e.needed is None or e.context is None:
+                    raise  # a run that filled its context ends as a limit
+                raise too_small(llm, e) from e
             finally:
                 llm_s += s.clock.perf_counter() - t0
             thought, answer = streamer.feed(piece)
@@ -118,6 +122,19 @@ def generate(llm: LLM, cancel: CancelToken, s: RunState, step: int, grammar: str
     s.count(completion)
     completion.ms = llm_s * 1000
     return completion, streamer.text, aborted
+
+
+def too_small(llm: LLM, e: ContextFull) -> ContextTooSmall:
+    """The refusal of a model whose window cannot hold a run's first prompt, with the
+    tokens that prompt needs and what to change."""
+    assert e.needed is not None and e.context is not None
+    trained = getattr(llm, "trained_context", None)
+    grow = (f"raise n_ctx (this model was trained on {trained:,})"
+            if trained and e.context and trained > e.context else "raise n_ctx")
+    return ContextTooSmall(
+        f"model {llm.name}: its context of {e.context:,} tokens is too small; this "
+        f"question's first prompt needs {e.needed:,} ({grow}, or choose a model with a "
+        "longer context)")
 
 
 FINAL_GRACE_S = 60.0
