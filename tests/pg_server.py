@@ -12,12 +12,14 @@ folder that :meth:`PgServer.stop` deletes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 USER = "postgres"
@@ -123,3 +125,80 @@ class PgServer:
                           "-w", "stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ------------------------------------------------------------ streaming replication
+def start_primary() -> PgServer:
+    """A :class:`PgServer` set up as a streaming-replication primary: ``wal_level =
+    replica``, WAL senders and slots, and a ``replication`` entry in ``pg_hba.conf``
+    for loopback (raises :class:`PgUnavailable`; its folder is then removed)."""
+    server = PgServer()
+    try:
+        if server.as_root:
+            server._prepare_root()
+        data = server.dir / "data"
+        server._run(str(server.bin / "initdb"), "-D", str(data), "-U", "postgres",
+                    "--auth=trust", "-E", "UTF8", "--no-sync")
+        with (data / "postgresql.conf").open("a", encoding="utf-8") as conf:
+            conf.write("\nwal_level = replica\nmax_wal_senders = 10\nmax_replication_slots = 10"
+                       "\nhot_standby = on\nwal_keep_size = 256MB\n")
+        with (data / "pg_hba.conf").open("a", encoding="utf-8") as hba:
+            hba.write("\nhost replication postgres 127.0.0.1/32 trust\n")
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def start_standby(primary: PgServer) -> PgServer:
+    """A hot standby of ``primary`` on its own loopback port, made by ``pg_basebackup
+    -R`` (``standby.signal`` and ``primary_conninfo`` written by it) and streaming
+    from the primary from then on."""
+    standby = PgServer()
+    try:
+        standby.bin = primary.bin  # the primary's copy, when it made one, is reachable
+        if standby.as_root:
+            standby._prepare_root()
+        standby._run(str(standby.bin / "pg_basebackup"), "-D", str(standby.dir / "data"),
+                     "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres", "-R",
+                     "-X", "stream", "-c", "fast", "--no-sync")
+        with (standby.dir / "data" / "postgresql.conf").open("a", encoding="utf-8") as conf:
+            conf.write("\nhot_standby = on\nhot_standby_feedback = on\n")
+        standby.start()
+    except BaseException:
+        standby.stop()
+        raise
+    return standby
+
+
+def kill_server(server: PgServer) -> None:
+    """SIGKILL ``server``'s postmaster and every process it started (a crashed host:
+    no shutdown, open connections cut); :meth:`PgServer.start` brings it back on the
+    same port and data folder, :meth:`PgServer.stop` then removes it."""
+    import signal
+
+    pid_file = server.dir / "data" / "postmaster.pid"
+    if not pid_file.is_file():
+        return
+    pid = int(pid_file.read_text().split()[0])
+    victims = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:  # field 4 of /proc/PID/stat: the parent
+            victims.append(int(stat.parent.name))
+    for victim in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(v) for v in victims):
+        time.sleep(0.05)  # until reaped
+    server.started = False
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()  # a zombie too: PostgreSQL's lock file check sees it
+

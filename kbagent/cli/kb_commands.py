@@ -64,10 +64,16 @@ def ingest(
     store: Annotated[str | None, typer.Option(
         "--store", help="Hold the KB in PostgreSQL + pgvector (postgresql://user@host/db); "
         "recorded, so later commands need no flag.", show_default=False)] = None,
+    replica: Annotated[list[str] | None, typer.Option(
+        "--replica", help="A read replica (streaming standby) of --store: searches and reads "
+        "go to it, ingest to the store (repeatable; recorded with the store).",
+        show_default=False)] = None,
+    no_replicas: Annotated[bool, typer.Option(
+        "--no-replicas", help="Forget the recorded replicas: reads go to the store.")] = False,
 ) -> None:
     """Build or update a KB from a folder (incremental; unchanged files are skipped)."""
     from kbagent.kb.knowledge_base import name_from_folder, validate_name
-    from kbagent.kb.stores import ingestor_for
+    from kbagent.kb.stores import ingestor_for, plan_replicas
 
     settings = settings_from(ctx, embed_url=embed_url)
     name = validate_name(kb) if kb is not None else name_from_folder(path)
@@ -75,6 +81,9 @@ def ingest(
     bars: list[ProgressBar] = []  # the bar of the first ingest only (--watch goes on)
     ingestor = ingestor_for(settings, name, store,
                             progress=lambda *a: bars[0](*a) if bars else None)
+    replicas, notes = plan_replicas(settings, name, store, replica, no_replicas)
+    for note in notes:
+        warn(note)
     try:
         with ProgressBar(show_bar) as bar:
             bars.append(bar)
@@ -82,6 +91,12 @@ def ingest(
         bars.clear()
     except KeyboardInterrupt:
         raise ingest_interrupted(name) from None
+    if replicas is not None:  # after the commit: the KB is registered with its store
+        from kbagent.kb.registry import redact, set_replicas
+
+        set_replicas(settings, name, replicas)
+        stderr_console().print(f"reads of KB '{name}' go to " + (", ".join(
+            literal(redact(r)) for r in replicas) if replicas else "its store (no replicas)"))
     if report is ReportFormat.json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -261,7 +276,8 @@ def kbs(
 
     settings = settings_from(ctx)
     principal = principal_from(settings, as_user, groups)
-    infos = [visible_info(settings, i, principal) for i in list_all_kbs(settings)]
+    infos = [visible_info(settings, i, principal)
+             for i in list_all_kbs(settings, replica_status=True)]
     if as_json:
         typer.echo(json.dumps([i.to_dict() for i in infos], indent=2))
         return
@@ -280,6 +296,24 @@ def kbs(
                       literal(i.embedding_model),
                       _size(i.size_bytes), when)
     stdout_console().print(table)
+    for i in infos:
+        for r in getattr(i, "replicas", []):
+            stdout_console().print(f"  {literal(i.name)}: replica {literal(_replica_line(r))}")
+
+
+def _replica_line(r: dict[str, Any]) -> str:
+    """Where one replica stands: its generation of the KB against the primary's."""
+    def stamp(t: float | None) -> str:
+        return "none" if t is None else (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+                                         + f".{int(t * 1000) % 1000:03d}")
+
+    if r["error"].startswith("down"):
+        return f"{r['url']}: {r['error']}"
+    state = "behind" if r["behind"] else "in step"
+    wal = f"; {r['wal_behind_bytes']:,} bytes of WAL to replay" if r["wal_behind_bytes"] else ""
+    note = f"; {r['error']}" if r["error"] else ""
+    return (f"{r['url']}: {state} (generation {stamp(r['generation'])}, primary "
+            f"{stamp(r['primary_generation'])}{wal}){note}")
 
 
 @kbs_app.command("rm")

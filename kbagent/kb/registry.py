@@ -3,7 +3,9 @@
 ``kbagent ingest DIR --kb K --store postgresql://...`` records K's store in
 ``$KBAGENT_HOME/stores.json`` (mode 0600: a DSN may hold a password), and every
 other command opens K from there without further flags. A KB not named in the
-file is a local one.
+file is a local one. ``--replica postgresql://...`` (repeatable) records read
+replicas of that store beside it (``{"K": {"store": ..., "replicas": [...]}}``;
+see :mod:`kbagent.kb.pg.replicas`).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ def registry_path(settings: Settings) -> Path:
     return settings.home / "stores.json"
 
 
-def check_dsn(dsn: str) -> str:
+def check_dsn(dsn: str, option: str = "--store") -> str:
     if not dsn.startswith(SCHEMES):
-        raise BadInputError(f"unsupported --store {redact(dsn)!r}: give a postgresql:// URL "
-                            "(the local store is the default)")
+        hint = "(the local store is the default)" if option == "--store" else ""
+        raise BadInputError(f"unsupported {option} {redact(dsn)!r}: give a postgresql:// URL "
+                            f"{hint}".rstrip())
     return dsn
 
 
@@ -45,8 +48,9 @@ def redact(dsn: str) -> str:
     return f"{scheme}://{user}{':***' if colon else ''}@{host}"
 
 
-def load(settings: Settings) -> dict[str, str]:
-    """KB name -> DSN of every KB held in PostgreSQL."""
+def _entries(settings: Settings) -> dict[str, dict[str, Any]]:
+    """KB name -> ``{"store": DSN, "replicas": [DSN, ...]}`` of every KB held in
+    PostgreSQL."""
     path = registry_path(settings)
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -55,10 +59,24 @@ def load(settings: Settings) -> dict[str, str]:
     except (OSError, ValueError) as e:
         raise KbCorruptError(f"unreadable store registry {path}: {e}") from e
     if not isinstance(data, dict) or not all(
-            isinstance(v, dict) and isinstance(v.get("store"), str) for v in data.values()):
+            isinstance(v, dict) and isinstance(v.get("store"), str)
+            and isinstance(v.get("replicas", []), list)
+            and all(isinstance(r, str) for r in v.get("replicas", [])) for v in data.values()):
         raise KbCorruptError(f"unreadable store registry {path}: expected "
-                             '{"<kb>": {"store": "postgresql://..."}}')
-    return {str(k): str(v["store"]) for k, v in data.items()}
+                             '{"<kb>": {"store": "postgresql://...", "replicas": [...]}}')
+    return {str(k): {"store": str(v["store"]), "replicas": [str(r) for r in
+                                                           v.get("replicas", [])]}
+            for k, v in data.items()}
+
+
+def load(settings: Settings) -> dict[str, str]:
+    """KB name -> DSN of every KB held in PostgreSQL."""
+    return {k: v["store"] for k, v in _entries(settings).items()}
+
+
+def replicas_of(settings: Settings, name: str) -> list[str]:
+    """The read replicas recorded for KB ``name`` (none: reads go to its store)."""
+    return list(_entries(settings).get(name, {}).get("replicas", []))
 
 
 def store_of(settings: Settings, name: str) -> str | None:
@@ -78,12 +96,14 @@ def _locked(settings: Settings) -> Iterator[None]:
         os.close(fd)
 
 
-def _write(settings: Settings, entries: dict[str, str]) -> None:
+def _write(settings: Settings, entries: dict[str, dict[str, Any]]) -> None:
     path = registry_path(settings)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({k: {"store": v} for k, v in sorted(entries.items())}, f, indent=2)
+        json.dump({k: {"store": v["store"], **({"replicas": v["replicas"]} if v["replicas"]
+                                                else {})}
+                   for k, v in sorted(entries.items())}, f, indent=2)
         f.flush()
         os.fsync(f.fileno())
     os.chmod(tmp, 0o600)  # an existing .tmp keeps its mode through O_CREAT
@@ -91,16 +111,30 @@ def _write(settings: Settings, entries: dict[str, str]) -> None:
 
 
 def register(settings: Settings, name: str, dsn: str) -> None:
+    """Record that KB ``name`` is held in ``dsn`` (its replicas, if any, kept)."""
     with _locked(settings):
-        entries = load(settings)
-        if entries.get(validate_name(name)) != check_dsn(dsn):
-            entries[name] = dsn
+        entries = _entries(settings)
+        known = entries.get(validate_name(name))
+        if known is None or known["store"] != check_dsn(dsn):
+            entries[name] = {"store": dsn, "replicas": []}
+            _write(settings, entries)
+
+
+def set_replicas(settings: Settings, name: str, replicas: list[str]) -> None:
+    """Record ``replicas`` as KB ``name``'s read replicas (empty: none); ``name`` must be
+    registered with its store first."""
+    with _locked(settings):
+        entries = _entries(settings)
+        if name not in entries:
+            raise BadInputError(f"KB '{name}' is not held in PostgreSQL: replicas need a "
+                                "--store")
+        if entries[name]["replicas"] != replicas:
+            entries[name]["replicas"] = [check_dsn(r, "--replica") for r in replicas]
             _write(settings, entries)
 
 
 def unregister(settings: Settings, name: str) -> None:
     with _locked(settings):
-        entries = load(settings)
+        entries = _entries(settings)
         if entries.pop(name, None) is not None:
             _write(settings, entries)
-

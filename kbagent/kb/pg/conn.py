@@ -8,8 +8,10 @@ from typing import Any
 from kbagent.errors import BackendError, BadInputError
 
 
-def connect(dsn: str, *, autocommit: bool = True, vectors: bool = True) -> Any:
-    """A psycopg connection to ``dsn`` (pgvector's types registered when ``vectors``)."""
+def connect(dsn: str, *, autocommit: bool = True, vectors: bool = True, timeout: int = 10,
+            **params: Any) -> Any:
+    """A psycopg connection to ``dsn`` (pgvector's types registered when ``vectors``;
+    ``params``: further libpq parameters, e.g. keepalives)."""
     try:
         import psycopg
     except ImportError:
@@ -18,7 +20,7 @@ def connect(dsn: str, *, autocommit: bool = True, vectors: bool = True) -> Any:
     from kbagent.kb.registry import redact
 
     try:
-        conn = psycopg.connect(dsn, autocommit=autocommit, connect_timeout=10)
+        conn = psycopg.connect(dsn, autocommit=autocommit, connect_timeout=timeout, **params)
     except psycopg.Error as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BackendError(f"cannot connect to {redact(dsn)}: {first}") from None

@@ -5,7 +5,8 @@ search through the KB's HNSW index with iterative scans (a filtered search
 keeps scanning until it has ``depth`` allowed rows, so it never comes back
 short), the access filter (``groups && allowed``) inside both, and RRF fusion.
 Readers run in autocommit: every statement sees the last committed ingest and
-is never blocked by a writer (MVCC).
+is never blocked by a writer (MVCC). With read replicas recorded for the KB,
+reads go to one of them (kbagent/kb/pg/replicas.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, may_read
 from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import describe, loads
 from kbagent.kb.models import Line
-from kbagent.kb.pg.conn import connect
+from kbagent.kb.pg.replicas import ReadConnection
 from kbagent.kb.store import ChunkRow, DocRow, like_pattern
 from kbagent.settings import Settings
 
@@ -243,16 +244,17 @@ class PgVectors:
 
 
 class PgKnowledgeBase:
-    """Read access to KB ``name`` in the PostgreSQL database ``dsn``."""
+    """Read access to KB ``name`` in the PostgreSQL database ``dsn``, through one of
+    its read ``replicas`` when it has some."""
 
     vectors_pending = False  # an ingest commits chunks and vectors together
 
-    def __init__(self, settings: Settings, name: str, dsn: str) -> None:
+    def __init__(self, settings: Settings, name: str, dsn: str,
+                 replicas: list[str] | tuple[str, ...] = ()) -> None:
         self.settings = settings
         self.name = name
         self.dsn = dsn
-        self.conn = connect(dsn)
-        self.conn.execute(SESSION)
+        self.conn = ReadConnection(dsn, replicas, name, setup=SESSION)
         self.store = PgStore(self.conn, name)
         self.lexical = PgLexical(self)
         self.vectors = PgVectors(self)
@@ -283,6 +285,7 @@ class PgKnowledgeBase:
         self.chunks = int(n_chunks)
         self.documents = int(self.manifest.get("documents", 0))
         self.generation = repr(updated)
+        self.conn.saw(float(updated))  # a replica behind this is not read from
         self._denied = {}
         return True
 
