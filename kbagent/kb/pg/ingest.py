@@ -9,6 +9,9 @@ transaction, so a kill at any moment leaves the previous state, and readers
 Writers hold a session advisory lock per KB: two ingests of one KB refuse each
 other, ingests of different KBs run at once. Embeddings computed before a kill
 sit in a local resume cache (``$KBAGENT_HOME/pg-cache/<kb>.sqlite``).
+A first load, a ``--rebuild`` or a large addition is a bulk load
+(:mod:`kbagent.kb.pg.bulk`: binary COPY, the HNSW index built after the rows, in
+the same transaction); small updates go row by row into the existing index.
 """
 
 from __future__ import annotations
@@ -38,11 +41,14 @@ from kbagent.kb.knowledge_base import new_manifest
 from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import dumps
 from kbagent.kb.models import FileReport, IngestReport
+from kbagent.kb.pg import bulk
 from kbagent.kb.pg.conn import connect
 from kbagent.kb.pg.kb import PgStore
 from kbagent.kb.pg.schema import (
+    BULK_LOCK,
     create_schema,
     drop_hnsw_indexes,
+    drop_index_concurrently,
     ensure_hnsw_index,
     hnsw_index_name,
     kb_lock_key,
@@ -53,12 +59,17 @@ from kbagent.kb.store import _line_map
 
 
 class PgIngestor(Ingestor):
-    """Build or update KB ``name`` in the PostgreSQL database ``dsn``."""
+    """Build or update KB ``name`` in the PostgreSQL database ``dsn``. ``bulk``: None
+    chooses (:func:`kbagent.kb.pg.bulk.use_bulk`), True or False forces the bulk or
+    the row-by-row path; :attr:`loaded_in_bulk` says which the last run took."""
 
-    def __init__(self, settings: Any, name: str, dsn: str, **kw: Any) -> None:
+    def __init__(self, settings: Any, name: str, dsn: str, bulk: bool | None = None,
+                 **kw: Any) -> None:
         super().__init__(settings, name, **kw)
         self.dsn = check_dsn(dsn)
         self.analyzer = _analyzer()
+        self.bulk = bulk
+        self.loaded_in_bulk = False
 
     def run(self, source: Path, rebuild: bool = False) -> IngestReport:
         started = time.perf_counter()
@@ -102,6 +113,8 @@ class PgIngestor(Ingestor):
         indexed = base is not None and symbol_index.has_index(base)
         if base is not None and not rebuild and not pending and not removed and indexed:
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
+            # an index a failed bulk load had dropped is built again
+            ensure_hnsw_index(conn, self.name, int(base["embedding_dim"]))
             report.files.sort(key=lambda f: f.path)
             return report
         gone = [base_docs[p].id for p in removed] + [
@@ -123,18 +136,20 @@ class PgIngestor(Ingestor):
         manifest["kbaccess"] = self._rules.text
         manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
         index = hnsw_index_name(self.name, self._expect_dim)
-        ensure_hnsw_index(conn, self.name, self._expect_dim)
-        with conn.transaction():
-            if rebuild or base is None:
-                self._clear(conn)
-            else:
-                if gone:
-                    self._delete(conn, gone)
-                if not indexed:  # a KB built before the symbol index: its code documents
-                    note_symbols(report, backfill(conn, self.name))
-            self._insert(conn, pending, vectors)
-            _docs, chunks = self._finish(conn, manifest)
-            self._checkpoint("pg-written")  # a kill here: the transaction never commits
+        kept = sum(d.n_chunks for d in base_docs.values()) - sum(
+            base_docs[p].n_chunks for p in removed) - sum(
+            base_docs[p.doc.path].n_chunks for p in pending if p.doc.path in base_docs)
+        fresh = rebuild or base is None
+        self.loaded_in_bulk = bulk.use_bulk(self.bulk, fresh, sum(len(p.chunks) for p in pending),
+                                            0 if fresh else kept)
+        if self.loaded_in_bulk:
+            conn.execute("SELECT pg_advisory_lock(%s)", (BULK_LOCK,))  # until the commit
+            drop_index_concurrently(conn, index)  # the old generation: exact scans till then
+        else:
+            ensure_hnsw_index(conn, self.name, self._expect_dim)
+        chunks = self._write(conn, report, pending, vectors, manifest, gone, fresh, indexed)
+        if self.loaded_in_bulk:  # on an error, closing the connection releases it
+            conn.execute("SELECT pg_advisory_unlock(%s)", (BULK_LOCK,))
         # fresh statistics for the planner (row counts per KB, vector dimensions)
         # and the visibility map, so BM25 reads the postings index alone
         conn.execute("VACUUM (ANALYZE) kbagent_chunks, kbagent_postings, kbagent_terms")
@@ -145,6 +160,25 @@ class PgIngestor(Ingestor):
         report.chunks_total = chunks
         report.files.sort(key=lambda f: f.path)
         return report
+
+    def _write(self, conn: Any, report: IngestReport, pending: list[Pending],
+               vectors: dict[str, np.ndarray], manifest: dict[str, Any], gone: list[int],
+               fresh: bool, indexed: bool) -> int:
+        """Everything this run changes, in one transaction; the chunks committed."""
+        with conn.transaction():
+            if fresh:
+                self._clear(conn)
+            else:
+                if gone:
+                    self._delete(conn, gone)
+                if not indexed:  # a KB built before the symbol index: its code documents
+                    note_symbols(report, backfill(conn, self.name))
+            self._insert(conn, pending, vectors)
+            _docs, chunks = self._finish(conn, manifest)
+            if self.loaded_in_bulk:
+                bulk.build_hnsw_index(conn, self.name, self._expect_dim, chunks)
+            self._checkpoint("pg-written")  # a kill here: the transaction never commits
+        return chunks
 
     # ------------------------------------------------------------ vectors
     def _old_vectors(self, conn: Any, gone: list[int] | None, wanted: set[str],
@@ -213,6 +247,10 @@ class PgIngestor(Ingestor):
             for p, did in zip(pending, doc_ids, strict=True) if p.doc.path in code])
         for path, why in problems.items():  # a syntax error: what parses is indexed
             code[path].report.reason = why
+        if self.loaded_in_bulk:
+            bulk.write_chunks(conn, self.name, pending, doc_ids, chunk_ids, vectors,
+                              self.analyzer, self._checkpoint)
+            return
         postings: list[tuple[str, int, int, int]] = []
         with conn.cursor().copy(
                 "COPY kbagent_chunks(kb,id,doc_id,ordinal,start_line,end_line,heading,text,"

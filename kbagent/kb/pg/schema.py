@@ -19,6 +19,10 @@ import hashlib
 from typing import Any
 
 SCHEMA_LOCK = 0x6B62_6167  # advisory lock taken while creating the tables
+# session advisory lock a bulk load holds from dropping its KB's HNSW index to its commit
+# (kbagent.kb.pg.bulk): its CREATE INDEX takes a SHARE lock on kbagent_chunks inside the
+# data transaction, and two transactions doing so at once would deadlock
+BULK_LOCK = 0x6B62_6275
 
 DDL = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -135,11 +139,23 @@ CREATE INDEX IF NOT EXISTS kbagent_symbol_refs_doc ON kbagent_symbol_refs(kb, do
 """
 
 
+# the DDL that last ran, noted on kbagent_kbs: any change to DDL runs it again
+SCHEMA_MARK = "kbagent schema " + hashlib.sha256(DDL.encode()).hexdigest()[:16]
+
+
 def create_schema(conn: Any) -> None:
-    """Create the tables once per database (two first ingesters may race: a lock)."""
+    """Create the tables once per database (two first ingesters may race: a lock).
+    Skipped when the DDL already ran: its CREATE INDEX IF NOT EXISTS takes a SHARE
+    lock on each table before it finds the index there, so it would wait for every
+    open ingest transaction of every KB."""
+    mark = "SELECT obj_description(to_regclass('kbagent_kbs'), 'pg_class')"
+    if conn.execute(mark).fetchone()[0] == SCHEMA_MARK:
+        return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        conn.execute(DDL)
+        if conn.execute(mark).fetchone()[0] != SCHEMA_MARK:
+            conn.execute(DDL)
+            conn.execute(f"COMMENT ON TABLE kbagent_kbs IS '{SCHEMA_MARK}'")
 
 
 def kb_lock_key(name: str) -> int:
@@ -157,22 +173,48 @@ def hnsw_index_name(name: str, dim: int) -> str:
     return f"{hnsw_index_prefix(name)}_{dim}"
 
 
+def hnsw_index_sql(name: str, dim: int) -> Any:
+    """The CREATE INDEX statement of KB ``name``'s HNSW index (one definition for the
+    row-by-row path and the bulk build)."""
+    from psycopg import sql
+
+    return sql.SQL(
+        "CREATE INDEX {index} ON kbagent_chunks USING hnsw "
+        "((embedding::vector({dim})) vector_cosine_ops) "
+        "WHERE kb = {kb} AND vector_dims(embedding) = {dim}").format(
+            index=sql.Identifier(hnsw_index_name(name, dim)), dim=sql.Literal(dim),
+            kb=sql.Literal(name))
+
+
+def hnsw_index_state(conn: Any, name: str, dim: int) -> str:
+    """``"valid"``, ``"invalid"`` (a CONCURRENTLY statement interrupted) or ``"missing"``."""
+    row = conn.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = "
+                       "to_regclass(%s)", (hnsw_index_name(name, dim),)).fetchone()
+    return "missing" if row is None else "valid" if row[0] else "invalid"
+
+
+def drop_index_concurrently(conn: Any, index: str) -> None:
+    """Drop ``index`` without blocking readers or other writers (autocommit ``conn``)."""
+    from psycopg import sql
+
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(index)))
+
+
 def ensure_hnsw_index(conn: Any, name: str, dim: int) -> None:
     """Create KB ``name``'s partial HNSW index (before its data transaction: CREATE
     INDEX takes a SHARE lock on the table, and two ingesters taking it inside their
-    data transactions would deadlock; one at a time under the schema lock)."""
-    from psycopg import sql
-
-    index = hnsw_index_name(name, dim)
-    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (index,)).fetchone()[0]:
+    data transactions would deadlock; one at a time under the schema lock). An index
+    left invalid is dropped first; a KB whose index a failed bulk load had dropped
+    gets it back here."""
+    state = hnsw_index_state(conn, name, dim)
+    if state == "valid":
         return
+    if state == "invalid":
+        drop_index_concurrently(conn, hnsw_index_name(name, dim))
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        conn.execute(sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {index} ON kbagent_chunks USING hnsw "
-            "((embedding::vector({dim})) vector_cosine_ops) "
-            "WHERE kb = {kb} AND vector_dims(embedding) = {dim}").format(
-                index=sql.Identifier(index), dim=sql.Literal(dim), kb=sql.Literal(name)))
+        if hnsw_index_state(conn, name, dim) == "missing":
+            conn.execute(hnsw_index_sql(name, dim))
 
 
 def drop_hnsw_indexes(conn: Any, name: str, keep: str = "") -> None:
