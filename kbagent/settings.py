@@ -233,7 +233,7 @@ class Settings(BaseSettings):
     # (BM25) before embedding; meanwhile the vectors made so far are published this often
     vectors_publish_s: Float = D.vectors_publish_s
     # LLM
-    llm_model: Str = D.llm_model  # "bundled" or a path to a GGUF file
+    llm_model: Str = D.llm_model  # "auto", "bundled", an installed name or a GGUF path
     llm_url: Str = D.llm_url  # OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
     llm_server_model: Str = D.llm_server_model  # model name to send to the server
     llm_api_key_env: Str = D.llm_api_key_env  # env var holding the server's key

@@ -181,3 +181,43 @@ def test_model_name_loads_the_installed_file(kb_home: Path) -> None:
         assert llm.count_tokens("hello world") > 0
     finally:
         llm.close()
+
+
+def test_the_default_is_the_recommended_model_once_pulled_and_the_bundled_one_until_then(
+        kb_home: Path) -> None:
+    """``llm_model = "auto"`` (the default): a fresh install answers with the bundled
+    model; once the recommended model is installed, it is the default."""
+    from kbagent.models.catalogue import RECOMMENDED
+
+    source = bundled_path()
+    assert source is not None
+    assert Settings.load().llm_model == "auto"
+    assert resolve_model_path("auto", kb_home) == source
+    assert [r["name"] for r in listed() if r["default"]] == ["smollm2-135m"]
+    table = runner.invoke(app, ["models", "list"])
+    assert f"until {RECOMMENDED} is pulled" in table.stderr
+    (kb_home / "models").mkdir(parents=True)
+    shutil.copyfile(source, kb_home / "models" / f"{RECOMMENDED}.gguf")  # a file of its own
+    assert resolve_model_path("auto", kb_home) == kb_home / "models" / f"{RECOMMENDED}.gguf"
+    assert [r["name"] for r in listed() if r["default"]] == [RECOMMENDED]
+    assert "until" not in runner.invoke(app, ["models", "list"]).stderr
+    # a default set by name is kept: "auto" is only what nobody chose
+    runner.invoke(app, ["models", "default", "bundled"])
+    assert resolve_model_path(Settings.load().llm_model, kb_home) == source
+
+
+@pytest.mark.slow
+def test_an_answer_by_the_fallback_says_how_to_get_the_default(sample_settings) -> None:
+    from kbagent.models.catalogue import RECOMMENDED
+
+    hint = f"'kbagent models pull {RECOMMENDED}'"
+    ask = ["ask", "who are you?", "--kb", "sample", "--mode", "direct", "--time-limit", "20"]
+    res = runner.invoke(app, ask)
+    assert res.exit_code == 0, res.stderr
+
+    def flat(text: str) -> str:  # rich wraps a long line at the terminal's width
+        return " ".join(text.split())
+
+    assert hint in flat(res.stderr) and hint not in flat(res.stdout)
+    chosen = runner.invoke(app, [*ask, "--model", "bundled"])
+    assert chosen.exit_code == 0 and hint not in flat(chosen.stderr)

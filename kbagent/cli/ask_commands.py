@@ -138,12 +138,28 @@ def ask(
         typer.echo(json_text(result.to_dict(all_references), indent=2))
     elif not as_jsonl:
         renderer.finish(result, all_references=all_references)
+        if not quiet:
+            _hint_better_model(settings, err)
     if open_ref is not None:
         show_reference(settings, result.to_json(), open_ref, editor, principal)
     if result.status == "cancelled":
         raise typer.Exit(ExitCode.INTERRUPTED)
     if result.status == "error":
         raise typer.Exit(ExitCode.BACKEND)
+
+
+def _hint_better_model(settings: Any, err: Any) -> None:
+    """The default (``llm_model = auto``) runs the bundled 135M model until the
+    recommended one is pulled: say so once under each answer it wrote."""
+    from kbagent.models.catalogue import AUTO, BUNDLED_NAME, RECOMMENDED
+    from kbagent.models.store import ModelStore
+
+    if settings.llm_url or settings.llm_model != AUTO:
+        return
+    if ModelStore(settings.home).auto_choice() == BUNDLED_NAME:
+        err.print(f"[dim]answered by the bundled 135M model; 'kbagent models pull "
+                  f"{RECOMMENDED}' gets the default model, which answers better (README, "
+                  "Models)[/]")
 
 
 def show_reference(settings: Any, answer: dict[str, Any], n: int, editor: bool,

@@ -45,12 +45,14 @@ def _store(ctx: typer.Context) -> tuple[Settings, ModelStore]:
 
 def _default_path(settings: Settings, store: ModelStore) -> Path | None:
     """The file the settings' ``llm_model`` names (None: a server, or it does not resolve)."""
-    from kbagent.models.catalogue import BUNDLED_NAME
+    from kbagent.models.catalogue import AUTO, BUNDLED_NAME
 
     if settings.llm_url:
         return None
     value = settings.llm_model
     try:
+        if value == AUTO:
+            value = store.auto_choice()
         if value in ("", "bundled"):
             found = store.get(BUNDLED_NAME)
             return found.path.resolve() if found else None
@@ -58,6 +60,18 @@ def _default_path(settings: Settings, store: ModelStore) -> Path | None:
         return (by_name or Path(value).expanduser()).resolve()
     except KbagentError:
         return None
+
+
+def _auto_note(settings: Settings, store: ModelStore) -> str:
+    """What ``llm_model = "auto"`` means on this machine now."""
+    from kbagent.models.catalogue import AUTO, BUNDLED_NAME, RECOMMENDED
+
+    if settings.llm_url or settings.llm_model != AUTO:
+        return ""
+    if store.auto_choice() == BUNDLED_NAME:
+        return (f": the bundled {BUNDLED_NAME} until {RECOMMENDED} is pulled, 'kbagent "
+                f"models pull {RECOMMENDED}'")
+    return f": {RECOMMENDED}"
 
 
 def _row(m: Installed | None, entry: Any, default: Path | None) -> dict[str, Any]:
@@ -134,7 +148,8 @@ def models_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                           _source_kind(r["source"]), literal(r["license"]))
         out.print(table)
     llm = f"a server ({settings.llm_url})" if settings.llm_url else settings.llm_model
-    stderr_console().print(f"[dim]* the default (llm_model = {literal(llm)})[/]")
+    note = _auto_note(settings, store)
+    stderr_console().print(f"[dim]* the default (llm_model = {literal(llm)}{literal(note)})[/]")
 
 
 def _source_kind(source: str) -> str:
@@ -247,7 +262,7 @@ def models_default(
         typer.echo(settings.llm_model)
         return
     value = name
-    if name not in ("", "bundled"):
+    if name not in ("", "bundled", "auto"):
         path = store.resolve(name)
         if path is None:
             candidate = Path(name).expanduser()

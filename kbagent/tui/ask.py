@@ -228,7 +228,7 @@ class AskScreen(Screen[None]):
     def run_agent(self, question: str, previous: Any, token: Any, turn: Turn) -> None:
         """Runs in a thread; only posts messages."""
         try:
-            for ev in host(self).session.ask(question, previous=previous, token=token):
+            for ev in host(self).run_question(question, previous, token):
                 self.post_message(AgentEvent(ev, turn))
         except KbagentError as e:
             self.post_message(RunFailed(str(e), turn))

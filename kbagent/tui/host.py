@@ -5,6 +5,7 @@ cannot import ``KbApp`` (it imports them). :func:`host` gives a widget its app a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from textual.message_pump import MessagePump
@@ -21,12 +22,18 @@ class Host(Protocol):
     history: History
     timings: bool  # off in snapshot tests: no clock-dependent text
     llm_error: str
+    switching: str  # the model being loaded to replace the one in use ("" when none)
 
     def open_kbs(self) -> None: ...
 
     def update_header(self) -> None: ...
 
     def load_llm(self) -> Any: ...  # a thread worker: returns the Worker
+
+    def switch_llm(self, model: str, url: str = "") -> bool: ...
+
+    def run_question(self, question: str, previous: tuple[str, str] | None,
+                     token: Any) -> Iterator[Any]: ...
 
     def reference_lines(self, ref: dict[str, Any]) -> list[Any] | None: ...
 

@@ -1,4 +1,5 @@
-"""Options: KBs, mode, tools, max steps, model path or server URL."""
+"""Options: KBs, mode, tools, max steps, the model (an installed model's name, 'auto',
+'bundled' or a GGUF path) or a server URL."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ class OptionsScreen(ModalScreen[None]):
             yield Label("Max steps")
             yield Input(str(s.max_steps or app.settings.max_steps), id="opt-steps",
                         type="integer")
-            yield Label("Model (GGUF path or 'bundled')")
+            yield Label("Model: an installed model's name (Models lists them), 'auto', "
+                        "'bundled' or a GGUF path")
             yield Input(app.settings.llm_model, id="opt-model")
             yield Label("or server URL (OpenAI-compatible)")
             yield Input(app.settings.llm_url, id="opt-url")
@@ -67,11 +69,8 @@ class OptionsScreen(ModalScreen[None]):
             app.open_kbs()
         model = self.query_one("#opt-model", Input).value.strip() or "bundled"
         url = self.query_one("#opt-url", Input).value.strip()
-        if (model, url) != (app.settings.llm_model, app.settings.llm_url):
-            app.settings.llm_model, app.settings.llm_url = model, url
-            s.set_llm(None)
-            app.llm_error = ""
-            app.update_header()
-            app.load_llm()
         self.notify("options applied")
+        if (model, url) != (app.settings.llm_model, app.settings.llm_url) or app.llm_error:
+            # loaded in a worker; the model in use stays until the new one has loaded
+            app.switch_llm(model, url)
         self.dismiss()

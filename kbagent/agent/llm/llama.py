@@ -57,11 +57,15 @@ def bundled_model_path() -> Path:
 
 
 def resolve_model_path(name: str, home: Path | None = None) -> Path:
-    """The GGUF file ``--model`` / ``llm_model`` names: "bundled", a model installed
-    under ``home`` by ``kbagent models pull`` (by its name), or a path."""
+    """The GGUF file ``--model`` / ``llm_model`` names: "auto" (the recommended model
+    once pulled, else the bundled one), "bundled", a model installed under ``home`` by
+    ``kbagent models pull`` (by its name), or a path."""
+    store = ModelStore(home or default_home())
+    if name == catalogue.AUTO:
+        name = store.auto_choice()
     if name in ("", "bundled"):
         return bundled_model_path()
-    installed = ModelStore(home or default_home()).resolve(name)
+    installed = store.resolve(name)
     if installed is not None:
         return installed
     path = Path(name).expanduser()
