@@ -216,3 +216,24 @@ def test_a_follow_up_shows_the_previous_turn_and_ranks_by_its_subject(tmp_path: 
     assert prompt.startswith("Previous question: How does the retry backoff work?")
     assert final.result.answer.startswith("It is capped at 120 seconds [")
     assert final.result.question == "And its cap?"
+
+
+def test_a_reply_cut_at_its_token_limit_is_told_so_and_its_cut_sentence_flagged(
+        tmp_path: Path) -> None:
+    """A reply that runs past ``final_max_tokens`` ends mid-sentence: the cut sentence
+    fails the check as cut off, the model is asked for a shorter answer, and a cut that
+    remains is shown as written, flagged."""
+    right = "It keeps 20 keep-alive connections by default [1]. "
+    rambling = right + "Set `max_keepalive_connections` to change it [1]. " * 60
+    final, llm = _ask(tmp_path, [rambling, right.strip()])
+    assert len(llm.calls) == 2
+    said = llm.calls[1]["messages"][-1].content
+    assert "it is cut off: the reply ran past its limit of" in said
+    assert final.result.answer == right.strip()
+    # cut again: shown as written up to the cut, the cut sentence flagged
+    (tmp_path / "again").mkdir()
+    final, llm = _ask(tmp_path / "again", [rambling, rambling])
+    last = final.result.sentences[-1]
+    assert last.supported is False and not last.text.rstrip().endswith(".")
+    assert final.result.sentences[0].supported is True
+    assert final.result.unsupported == [last.text.strip()]

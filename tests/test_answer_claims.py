@@ -103,6 +103,14 @@ def test_figures_the_question_states_count_as_given() -> None:
     assert check.ok
 
 
+def test_a_digit_and_its_scale_word_are_one_figure() -> None:
+    assert [(q.text, q.value) for q in quantities("about 5 million rows, 2.5 thousand more")] \
+        == [("5 million", 5e6), ("2.5 thousand", 2500.0)]
+    checks = check_answer("The table holds 5 million rows [1].",
+                          {1: "The archive table holds 5,000,000 rows."}, "How many rows?")
+    assert all(c.ok for c in checks)
+
+
 def test_versions_are_not_read_as_figures() -> None:
     assert [q.value for q in quantities("Install 1.3.8 or v2.0.1 with 4 workers")] == [4]
 
@@ -120,6 +128,10 @@ def test_versions_are_not_read_as_figures() -> None:
     ("two hundred and five", "205", True),
     ("33%", "33.333%", True),
     ("34%", "33.333%", False),
+    ("5 million", "5,000,000", True),  # one figure, not a 5 and a million
+    ("2.5 million users", "2,500,000 users", True),
+    ("2.5 million", "2,600,000", False),
+    ("3 thousand rows", "3000 rows", True),
 ])
 def test_quantities_compare_as_a_reader_compares(claim: str, source: str, same: bool) -> None:
     [c] = quantities(claim)

@@ -51,6 +51,7 @@ _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True)
 _NUM = re.compile(
     rf"(?<![\w.,/])(?P<d>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     rf"(?:(?!\w)|(?=(?:{_UNIT_ALT})s?\b))(?![.,]\d)"
+    rf"(?:[ -](?P<s>hundred|thousand|million|billion)\b)?"
     rf"|\b(?P<w>(?:{_WORD_ALT})(?:[ -](?:and[ -])?(?:{_WORD_ALT}))*)\b", re.IGNORECASE)
 _UNIT_AFTER = re.compile(rf"[ -]?(?P<u>{_UNIT_ALT})(?:e?s)?\b|[ -]?(?P<p>%)", re.IGNORECASE)
 VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+){2,}(?:[-+.]?[a-z]+\d*)?(?![\w.])", re.I)
@@ -102,6 +103,10 @@ def quantities(text: str) -> list[Quantity]:
                 continue
             decimals = len(raw.split(".")[1]) if "." in raw else 0
             worded = False
+            if m.group("s"):  # "5 million", "2.5 thousand": one figure, precise as written
+                scale = _SCALES[m.group("s").lower()]
+                raw, value = m.group(0), value * scale
+                decimals -= round(math.log10(scale))
         else:
             raw = m.group("w")
             v = words_value(raw)

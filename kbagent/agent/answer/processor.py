@@ -69,13 +69,17 @@ class AnswerProcessor:
         return [p for p in map(self._process, done) if p is not None]
 
     def emit(self, text: str, role: str, cited: list[int] | None = None,
-             pieces: bool = False) -> ProcessedSentence:
+             pieces: bool = False, verdict: tuple[float, bool] | None = None
+             ) -> ProcessedSentence:
         """Add a sentence the harness wrote (a quote, a calculation, a notice): no marker
         is placed and nothing is repaired; a quote or calculation is support-checked.
         ``pieces``: the sentence lists short answers ("20 days [3]; Yes [3]."), each
-        checked against its own citation."""
+        checked against its own citation. ``verdict``: (support, supported) as a check
+        of its own found them (the model policy's), and no check is run here."""
         sent = ProcessedSentence(text, list(cited or cited_numbers(text)), role=role)
-        if pieces:
+        if verdict is not None:
+            sent.support, sent.supported = verdict
+        elif pieces:
             listed = [(MARKER.sub("", piece).strip(" ."), cited_numbers(piece))
                      for piece in text.split(";")]
             # a "Yes" or "No" is read from the quoted sentence that follows, checked there

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
-from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, Status, StepKind
+from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, FinishReason, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
 from kbagent.agent.run.conversation import in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
@@ -117,7 +117,7 @@ def _system(searches_left: int) -> str:
 
 
 def _reply(llm: LLM, cancel: CancelToken, s: RunState, step: int, max_tokens: int
-           ) -> Generator[Event, None, str | None]:
+           ) -> Generator[Event, None, Reply | None]:
     """One model reply to ``s.messages``, streamed as the step's thought; None when the
     run was cancelled or ran out of time (the caller ends it)."""
     started = s.clock.perf_counter()
@@ -127,7 +127,29 @@ def _reply(llm: LLM, cancel: CancelToken, s: RunState, step: int, max_tokens: in
     if completion is None:
         return None  # cancelled, or out of time
     record_step(s, step, StepDone(), completion, started)
-    return text.strip()
+    return Reply(text.strip(), completion.finish_reason == FinishReason.LENGTH)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model reply, and whether it ran into its token limit (its last sentence cut)."""
+
+    text: str
+    cut: bool = False
+
+
+def checked(reply: Reply, cited: dict[int, str], question: str, max_tokens: int
+            ) -> list[SentenceCheck]:
+    """The checks of a reply; a last sentence the token limit cut off fails as such (it
+    is shown flagged, as written, and the model is told to write a shorter answer)."""
+    checks = check_answer(_answer_of(reply.text), cited, question)
+    last = checks[-1] if checks else None
+    if reply.cut and last is not None and not last.text.rstrip(" []0123456789").endswith(
+            (".", "!", "?", ":")):
+        checks[-1] = replace(last, problems=(*last.problems, f"it is cut off: the reply ran "
+                                             f"past its limit of {max_tokens} tokens, so "
+                                             "write a shorter answer"))
+    return checks
 
 
 def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int,
@@ -145,7 +167,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         reply = yield from _reply(llm, cancel, s, step, max_tokens)
         if reply is None:
             return None, step
-        asked = _SEARCH.match(reply)
+        asked = _SEARCH.match(reply.text)
         if asked is None or searches >= MAX_SEARCHES:
             break
         searches += 1
@@ -156,18 +178,18 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     # renders them (a table row as "Driver: ...; Margin impact: 66.2%")
     cited = {c.n: "\n".join([c.raw or c.text] + [u.text for u in units_of(c)])
              for c in sources}
-    checks = check_answer(_answer_of(reply), cited, s.question)
+    checks = checked(reply, cited, s.question, max_tokens)
     said = feedback(checks)
     if not said:
         return Authored(checks, searches=searches), step + 1
-    s.messages += [Message("assistant", reply), Message("user", said)]
+    s.messages += [Message("assistant", reply.text), Message("user", said)]
     try:
         again = yield from _reply(llm, cancel, s, step + 1, max_tokens)
     except ContextFull:  # the reply and the reasons did not fit: the draft stands
         again = None
     if again is None:  # cancelled, out of time or out of room: the checked draft stands
         return (None if cancel.is_set() else Authored(checks, searches=searches)), step + 1
-    second = check_answer(_answer_of(again), cited, s.question)
+    second = checked(again, cited, s.question, max_tokens)
     return Authored(max(second, checks, key=_standing), asked_again=True,
                     searches=searches), step + 2
 
@@ -178,23 +200,24 @@ def _answer_of(reply: str) -> str:
     return NOT_IN_KB if _SEARCH.match(reply) or not reply.strip() else reply
 
 
-def _standing(checks: list[SentenceCheck]) -> tuple[int, int]:
-    """How well a reply stood the check: its cited sentences that passed, then the
-    fewest that failed. The reply asked for again is shown unless the first stood
-    better (a model told one sentence failed sometimes gives up on the answer it had
-    right: "The knowledge base does not say.")."""
-    return (sum(1 for c in checks if c.ok and c.cites), -sum(1 for c in checks if not c.ok))
+def _standing(checks: list[SentenceCheck]) -> tuple[bool, int, int]:
+    """How well a reply stood the check: whether a cited sentence passed at all, then the
+    fewest that failed, then the most that passed. The reply asked for again is shown
+    unless the first stood better (a model told one sentence failed sometimes gives up
+    on the answer it had right: "The knowledge base does not say."; a reply that states
+    what the sources hold and nothing they do not beats a longer one with a failure)."""
+    passed = sum(1 for c in checks if c.ok and c.cites)
+    return passed > 0, -sum(1 for c in checks if not c.ok), passed
 
 
 def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
     """The checked reply, sentence by sentence: a failed sentence is flagged."""
     texts = [c.text for c in written.checks]
     for c in written.checks:  # each with the whitespace the model wrote after it
-        sent = s.processor.emit(c.text, "claim", list(c.cites))
+        # the check's verdict, where it judged a claim; the harness's is not computed
+        verdict = (1.0 if c.ok else 0.0, c.ok) if c.cites or not c.ok else None
+        sent = s.processor.emit(c.text, "claim", list(c.cites), verdict=verdict)
         sent.auto = c.placed  # the model cited nothing: the check placed the marker
-        if c.cites or not c.ok:
-            sent.supported = c.ok
-            sent.support = 1.0 if c.ok else 0.0
         yield AnswerDelta(sent.text, sent.supported)
     s.abstained = bool(texts) and all(
         same_text(t).startswith(same_text(NOT_IN_KB).rstrip(".")) for t in texts)
