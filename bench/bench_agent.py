@@ -209,6 +209,10 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
                 "actions": [s.action for s in result.steps if s.action],
                 "answer": result.answer,
                 "short_answer": getattr(result, "short_answer", ""),
+                # for hand labels of the support check: each sentence as shown and the
+                # chunks the answer cites (path and lines, read back from KB_DIR)
+                "sentence_list": sentences,
+                "cited_chunks": cited,
             })
             r = rows[-1]
             print(f"{q['id']:>4} {mode:>5} {'OK ' if r['correct'] else 'no '} "
