@@ -27,6 +27,7 @@ import numpy as np
 
 from kbagent.kb.access import index_tokens
 from kbagent.kb.ingest_plan import Pending
+from kbagent.kb.pg import bm25_blocks
 from kbagent.kb.pg.schema import hnsw_index_sql
 
 BULK_MIN_CHUNKS = 2_000  # an incremental load this large (and >= half what it keeps) is bulk
@@ -79,6 +80,7 @@ def write_chunks(conn: Any, kb: str, pending: list[Pending], doc_ids: list[int],
                  "groups text[], terms text[], tfs integer[]) ON COMMIT DROP")
     conn.execute("CREATE TEMP TABLE kbagent_bulk_df(term text, groups text[], df bigint) "
                  "ON COMMIT DROP")
+    conn.execute(bm25_blocks.NEWPOST)
     first = True
     for batch in _batches(pending, doc_ids, chunk_ids):
         tfs: list[tuple[int, int, list[str], list[str], list[int]]] = []
@@ -109,6 +111,10 @@ def write_chunks(conn: Any, kb: str, pending: list[Pending], doc_ids: list[int],
         conn.execute("INSERT INTO kbagent_bulk_df SELECT u.term, t.groups, count(*) "
                      "FROM kbagent_bulk_tf t CROSS JOIN LATERAL unnest(t.terms) AS u(term) "
                      "GROUP BY u.term, t.groups")
+        conn.execute("INSERT INTO kbagent_newpost SELECT u.term, t.groups, t.chunk_id, u.tf, "
+                     "t.n_tokens FROM kbagent_bulk_tf t CROSS JOIN LATERAL "
+                     "unnest(t.terms, t.tfs) AS u(term, tf)")
+        bm25_blocks.add_postings(conn, kb)  # the BM25 blocks (last segments cut again)
         conn.execute("TRUNCATE kbagent_bulk_tf")
     conn.execute("INSERT INTO kbagent_terms(kb, term, groups, df) SELECT %s, term, groups, "
                  "sum(df) FROM kbagent_bulk_df GROUP BY term, groups "

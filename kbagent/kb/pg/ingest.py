@@ -41,7 +41,7 @@ from kbagent.kb.knowledge_base import new_manifest
 from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import dumps
 from kbagent.kb.models import FileReport, IngestReport
-from kbagent.kb.pg import bulk
+from kbagent.kb.pg import bm25_blocks, bulk
 from kbagent.kb.pg.conn import connect
 from kbagent.kb.pg.kb import PgStore
 from kbagent.kb.pg.schema import (
@@ -111,7 +111,9 @@ class PgIngestor(Ingestor):
             detail = f" ({bad} files skipped or failed)" if bad else ""
             raise BadInputError(f"no ingestible files in {source}{detail}; nothing changed")
         indexed = base is not None and symbol_index.has_index(base)
-        if base is not None and not rebuild and not pending and not removed and indexed:
+        blocks = base is not None and base.get(bm25_blocks.MANIFEST_KEY) == bm25_blocks.VERSION
+        if (base is not None and not rebuild and not pending and not removed and indexed
+                and blocks):
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
             # an index a failed bulk load had dropped is built again
             ensure_hnsw_index(conn, self.name, int(base["embedding_dim"]))
@@ -135,6 +137,7 @@ class PgIngestor(Ingestor):
             manifest["created_at"] = base.get("created_at", manifest["created_at"])
         manifest["kbaccess"] = self._rules.text
         manifest[symbol_index.MANIFEST_KEY] = symbol_index.VERSION
+        manifest[bm25_blocks.MANIFEST_KEY] = bm25_blocks.VERSION
         index = hnsw_index_name(self.name, self._expect_dim)
         kept = sum(d.n_chunks for d in base_docs.values()) - sum(
             base_docs[p].n_chunks for p in removed) - sum(
@@ -147,12 +150,14 @@ class PgIngestor(Ingestor):
             drop_index_concurrently(conn, index)  # the old generation: exact scans till then
         else:
             ensure_hnsw_index(conn, self.name, self._expect_dim)
-        chunks = self._write(conn, report, pending, vectors, manifest, gone, fresh, indexed)
+        chunks = self._write(conn, report, pending, vectors, manifest, gone, fresh,
+                             indexed, blocks)
         if self.loaded_in_bulk:  # on an error, closing the connection releases it
             conn.execute("SELECT pg_advisory_unlock(%s)", (BULK_LOCK,))
         # fresh statistics for the planner (row counts per KB, vector dimensions)
         # and the visibility map, so BM25 reads the postings index alone
-        conn.execute("VACUUM (ANALYZE) kbagent_chunks, kbagent_postings, kbagent_terms")
+        conn.execute("VACUUM (ANALYZE) kbagent_chunks, kbagent_postings, kbagent_terms, "
+                     "kbagent_blocks")
         if base is not None and int(base["embedding_dim"]) != self._expect_dim:
             drop_hnsw_indexes(conn, self.name, keep=index)  # a rebuild changed the dimension
         cache.discard()
@@ -163,7 +168,7 @@ class PgIngestor(Ingestor):
 
     def _write(self, conn: Any, report: IngestReport, pending: list[Pending],
                vectors: dict[str, np.ndarray], manifest: dict[str, Any], gone: list[int],
-               fresh: bool, indexed: bool) -> int:
+               fresh: bool, indexed: bool, blocks: bool = True) -> int:
         """Everything this run changes, in one transaction; the chunks committed."""
         with conn.transaction():
             if fresh:
@@ -174,6 +179,8 @@ class PgIngestor(Ingestor):
                 if not indexed:  # a KB built before the symbol index: its code documents
                     note_symbols(report, backfill(conn, self.name))
             self._insert(conn, pending, vectors)
+            if not fresh and not blocks:  # a KB built before the BM25 blocks
+                bm25_blocks.rebuild(conn, self.name)
             _docs, chunks = self._finish(conn, manifest)
             if self.loaded_in_bulk:
                 bulk.build_hnsw_index(conn, self.name, self._expect_dim, chunks)
@@ -205,11 +212,13 @@ class PgIngestor(Ingestor):
 
     # ------------------------------------------------------------ writes
     def _clear(self, conn: Any) -> None:
-        for table in ("kbagent_documents", "kbagent_terms", "kbagent_groupstats"):
+        for table in ("kbagent_documents", "kbagent_terms", "kbagent_groupstats",
+                      "kbagent_blocks"):
             conn.execute(sql.SQL("DELETE FROM {} WHERE kb=%s").format(sql.Identifier(table)),
                          (self.name,))
 
     def _delete(self, conn: Any, gone: list[int]) -> None:
+        bm25_blocks.remove_docs(conn, self.name, gone)
         conn.execute(
             "WITH x AS (SELECT p.term, c.groups, count(*) AS n FROM kbagent_postings p "
             "JOIN kbagent_chunks c ON c.kb=p.kb AND c.id=p.chunk_id WHERE c.kb=%(kb)s AND "
@@ -271,6 +280,7 @@ class PgIngestor(Ingestor):
                 "COPY kbagent_postings(kb,term,chunk_id,tf,n_tokens) FROM STDIN") as cp:
             for t, cid, n, length in postings:
                 cp.write_row((self.name, t, cid, n, length))
+        bm25_blocks.add_chunks(conn, self.name, chunk_ids)
         conn.execute("CREATE TEMP TABLE kbagent_df(term text, groups text[], df integer) "
                      "ON COMMIT DROP")
         with conn.cursor().copy("COPY kbagent_df(term, groups, df) FROM STDIN") as cp:
@@ -316,6 +326,7 @@ def remove_pg_kb(name: str, dsn: str) -> None:
             conn.execute("DELETE FROM kbagent_documents WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_terms WHERE kb=%s", (name,))
             conn.execute("DELETE FROM kbagent_groupstats WHERE kb=%s", (name,))
+            conn.execute("DELETE FROM kbagent_blocks WHERE kb=%s", (name,))
         drop_hnsw_indexes(conn, name)
     finally:
         conn.close()

@@ -1,11 +1,11 @@
 """The read side of a KB held in PostgreSQL + pgvector.
 
-A search is one SQL statement: exact BM25 from the term tables, the vector
-search through the KB's HNSW index with iterative scans (a filtered search
-keeps scanning until it has ``depth`` allowed rows, so it never comes back
-short), the access filter (``groups && allowed``) inside both, and RRF fusion.
-Readers run in autocommit: every statement sees the last committed ingest and
-is never blocked by a writer (MVCC). With read replicas recorded for the KB,
+A search is one SQL statement (after bm25.py's top-k over BM25 blocks, one snapshot):
+exact BM25 from the term tables, the vector search through the KB's HNSW index with
+iterative scans (a filtered search keeps scanning until it has ``depth`` allowed
+rows, so it never comes back short), the access filter (``groups && allowed``) inside
+both, and RRF fusion. Readers run in autocommit: every statement sees the last
+committed ingest and is never blocked by a writer (MVCC). With read replicas recorded for the KB,
 reads go to one of them (kbagent/kb/pg/replicas.py).
 """
 
@@ -24,6 +24,7 @@ from kbagent.kb.access import ANONYMOUS, Principal, allowed_tokens, may_read
 from kbagent.kb.lexical import _analyzer
 from kbagent.kb.locations import describe, loads
 from kbagent.kb.models import Line
+from kbagent.kb.pg import bm25
 from kbagent.kb.pg.replicas import ReadConnection
 from kbagent.kb.store import ChunkRow, DocRow, like_pattern
 from kbagent.settings import Settings
@@ -248,6 +249,7 @@ class PgKnowledgeBase:
     its read ``replicas`` when it has some."""
 
     vectors_pending = False  # an ingest commits chunks and vectors together
+    fast_bm25, blocks_read = True, 0  # top-k BM25 over blocks (pg/bm25.py); blocks read
 
     def __init__(self, settings: Settings, name: str, dsn: str,
                  replicas: list[str] | tuple[str, ...] = ()) -> None:
@@ -325,7 +327,8 @@ class PgKnowledgeBase:
         return self.store.mentions(word, principal)
 
     def _statement(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
-                   principal: Principal | None) -> tuple[sql.Composed, dict[str, Any]] | None:
+                   principal: Principal | None, given: tuple[list[int], list[float]] | None = None
+                   ) -> tuple[sql.Composed, dict[str, Any]] | None:
         terms = self.lexical.terms(query) if mode != "vector" else []
         use_vec = mode != "bm25" and vector is not None
         if mode == "vector" and not use_vec:
@@ -337,6 +340,8 @@ class PgKnowledgeBase:
                                   b=sql.Literal(B), k1p1=sql.Literal(K1 + 1),
                                   gallowed=sql.SQL(_allowed(principal, "g")[0]),
                                   tallowed=sql.SQL(_allowed(principal, "t")[0]))
+            if terms and given is None else
+            sql.SQL(bm25.GIVEN).format(kb=kb, allowed=sql.SQL(allowed))
             if terms else sql.SQL(_EMPTY["br"]),
             sql.SQL(_VECTOR).format(kb=kb, allowed=sql.SQL(allowed), dim=sql.Literal(self.dim))
             if use_vec else sql.SQL(_EMPTY["vr"]),
@@ -346,6 +351,7 @@ class PgKnowledgeBase:
             _FUSE).format(rrf=sql.Literal(RRF_K), inner=sql.SQL(order),
                           order=sql.SQL(order.replace("id", "f.id")), kb=kb)
         params = {"terms": terms, "depth": depth, "allowed": tokens,
+                  "bids": given[0] if given else None, "bscores": given[1] if given else None,
                   "vec": np.asarray(vector, dtype=np.float32) if use_vec else None}
         return statement, params
 
@@ -355,15 +361,22 @@ class PgKnowledgeBase:
         with self.store._lock:
             return list(self.conn.execute(statement, params, prepare=False).fetchall())
 
+    def _run(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
+             principal: Principal | None, prefix: str = "") -> list[Any]:
+        """Rows of the search statement (``given``: BM25's top found first, by bm25.py)."""
+        terms = self.lexical.terms(query) if mode != "vector" else []
+        if terms and self.fast_bm25:  # the BM25 top first, in one snapshot with the rest
+            return bm25.search_rows(self, (query, mode, vector, depth, principal), terms,
+                                    _allowed, prefix)
+        built = self._statement(query, mode, vector, depth, principal)
+        return [] if built is None else self._execute(sql.SQL(prefix) + built[0], built[1])
+
     def search_evidence(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
                         principal: Principal | None) -> list[Evidence]:
         """The top ``depth`` chunks ``principal`` may read, best first, with each
         retriever's rank and score: BM25, vectors, the access filter and RRF fusion in
         one statement. ``vector`` None: BM25 alone."""
-        built = self._statement(query, mode, vector, depth, principal)
-        if built is None:
-            return []
-        rows = self._execute(*built)
+        rows = self._run(query, mode, vector, depth, principal)
         if rows and repr(rows[0][13]) != self.generation:
             self._load()  # an ingest committed since: its manifest and counts
         self.store.remember([ChunkRow(r[0], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
@@ -374,10 +387,7 @@ class PgKnowledgeBase:
     def explain(self, query: str, mode: str, vector: np.ndarray | None, depth: int,
                 principal: Principal | None) -> str:
         """The server's plan of :meth:`search_evidence`'s statement (benchmarks)."""
-        built = self._statement(query, mode, vector, depth, principal)
-        if built is None:
-            return ""
-        rows = self._execute(sql.SQL("EXPLAIN ") + built[0], built[1])
+        rows = self._run(query, mode, vector, depth, principal, prefix="EXPLAIN ")
         return "\n".join(r[0] for r in rows)
 
     def symbol_reader(self) -> Any:  # a PgSymbols (the SymbolReader protocol)

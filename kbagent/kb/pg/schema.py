@@ -92,6 +92,24 @@ CREATE TABLE IF NOT EXISTS kbagent_terms(
     df integer NOT NULL,
     PRIMARY KEY (kb, term, groups)
 );
+-- the postings again, per (term, access-group set) in segments of 4,096 chunks in id
+-- order, each cut into blocks of 128 by impact, with what bounds their BM25 scores
+-- (kbagent.kb.pg.bm25): exact top-k BM25 reads the few blocks that can hold it; the
+-- bounds are read from the index alone
+CREATE TABLE IF NOT EXISTS kbagent_blocks(
+    kb text NOT NULL,
+    term text NOT NULL,
+    groups text[] NOT NULL,
+    seg bigint NOT NULL,  -- the segment's first and last chunk id
+    seg_hi bigint NOT NULL,
+    blk integer NOT NULL,  -- the block's place in its segment, best first
+    ftf integer[] NOT NULL,  -- the (tf, length) pairs no other posting of the block
+    flen integer[] NOT NULL,  -- beats with both a larger tf and a smaller length
+    ids bigint[] NOT NULL,
+    tfs integer[] NOT NULL,
+    lens integer[] NOT NULL,
+    PRIMARY KEY (kb, term, groups, seg, blk) INCLUDE (seg_hi, ftf, flen)
+);
 -- chunk count and total length per access-group set (a caller's N and average length)
 CREATE TABLE IF NOT EXISTS kbagent_groupstats(
     kb text NOT NULL,

@@ -1,0 +1,283 @@
+"""Exact top-k BM25 in PostgreSQL with early termination (issue 47, item 1).
+
+``kbagent_postings`` holds one row per (term, chunk); the exhaustive statement
+(:data:`kbagent.kb.pg.kb._BM25`) scores every posting of every query term, which
+at a million chunks costs about a second for a frequent term. ``kbagent_blocks``
+(:mod:`kbagent.kb.pg.bm25_blocks`) holds the same postings again per (term,
+access-group set), in blocks of up to 128 chunks ordered by impact within id
+segments, each block with the Pareto frontier of its (tf, length) pairs. A BM25
+term score grows with tf and falls with length whatever the caller's idf and
+average length, so a block's best score for a caller is the best over its frontier
+(a few pairs), computed by the server with the caller's own statistics: the bound is
+exact for every caller, and per-caller statistics stay as the exhaustive statement
+computes them.
+
+A search (:func:`top_k`) is a threshold algorithm over blocks (score-at-a-time):
+1. the caller's N, average length and idf per term, as the exhaustive statement
+   computes them (only the group sets the caller may read);
+2. the bound of every block of the query terms in the group sets the caller may read
+   (``groups && allowed``: the access filter inside the statement);
+3. blocks in decreasing bound order, a batch per round trip (doubling), every
+   posting scored here with the exhaustive statement's float8 operations
+   (:func:`_scores`: the same bits), a chunk's partial score the sum of what was
+   read of it (a lower bound: BM25 term scores are positive);
+4. once the k-th best partial score is above what any chunk no block read so far
+   holds can reach (the sum over terms of the best bound left in its group set),
+   the candidates are the chunks whose partial score plus the best bounds left for
+   their missing terms reach it; their missing postings are looked up in
+   ``kbagent_postings`` (one statement), and their exact scores ranked (ties by id).
+   Any other chunk scores below the k-th best: the top k are the exhaustive
+   statement's. A score is its terms' contributions summed in query-term order (the
+   exhaustive statement sums in the order it meets them: the last bit may differ).
+
+All round trips run in one REPEATABLE READ READ ONLY transaction (one snapshot),
+the final search statement (fusion, chunk rows) included. A KB built before the
+blocks is read with the exhaustive statement until its next ingest fills them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kbagent.kb.pg.bm25_blocks import K1, VERSION, B
+
+FIRST_BATCH = 16  # blocks fetched by the first scoring round trip; doubled each round
+LOOKUP_MAX = 20_000  # postings looked up at most to complete the candidates' scores
+SLACK = 1 + 1e-9  # bounds are summed: rounded up by this much
+
+
+# ------------------------------------------------------------------ search
+_STATS = """
+WITH st AS (SELECT coalesce(sum(n_chunks), 0)::float8 AS n,
+              greatest(coalesce(sum(total_tokens), 0)::float8
+                       / greatest(coalesce(sum(n_chunks), 0), 1), 1e-9) AS avgdl
+       FROM kbagent_groupstats g WHERE kb = {kb} AND {gallowed})
+SELECT st.avgdl, t.term, ln(1 + (st.n - sum(t.df) + 0.5) / (sum(t.df) + 0.5)) AS idf,
+       (SELECT manifest->>'bm25_blocks' FROM kbagent_kbs WHERE kb = {kb})
+FROM st LEFT JOIN kbagent_terms t ON t.kb = {kb} AND t.term = ANY(%(terms)s) AND {tallowed}
+GROUP BY t.term, st.n, st.avgdl
+"""
+_SCORE = "{idf} * {tf} * {k1p1} / ({tf} + {k1} * (1 - {b} + {b} * {len} / %(avgdl)s::float8))"
+_BLOCKS = """
+SELECT q.i, b.groups::text, array_agg(b.seg), array_agg(b.blk),
+       array_agg((SELECT max({score}) FROM unnest(b.ftf, b.flen) AS u(tf, len)))
+FROM unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term, idf, i)
+JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = q.term AND {ballowed}
+GROUP BY q.i, b.groups
+"""
+_FETCH = """
+SELECT k.n, b.ids, b.tfs, b.lens
+FROM unnest(%(terms)s::text[], %(groups)s::text[], %(segs)s::bigint[], %(blks)s::int[])
+     WITH ORDINALITY AS k(term, g, seg, blk, n)
+JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = k.term AND b.groups = k.g::text[]
+     AND b.seg = k.seg AND b.blk = k.blk AND {ballowed}
+"""
+# the postings of the candidates that a term's blocks read so far did not hold
+_LOOKUP = """
+SELECT p.term, p.chunk_id, p.tf, p.n_tokens FROM kbagent_postings p
+WHERE p.kb = {kb} AND p.term = ANY(%(terms)s) AND p.chunk_id = ANY(%(ids)s)
+"""
+
+
+def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], depth: int,
+          params: dict[str, Any]) -> tuple[list[int], list[float], int] | None:
+    """The exact BM25 top ``depth`` (ids, scores, best first, ties by id) and the number
+    of blocks read; None when the KB has no blocks (built before them).
+    ``execute(statement, params)`` runs one statement in the caller's snapshot;
+    ``sqls``: :data:`_STATS`, :data:`_BLOCKS`, :data:`_FETCH`, :data:`_LOOKUP` composed
+    for the KB and caller (:func:`statements`); ``params``: the caller's ``allowed``."""
+    rows = execute(sqls["stats"], {**params, "terms": terms}).fetchall()
+    if not rows or rows[0][3] != str(VERSION):
+        return None
+    idf = {t: float(w) for _a, t, w, _v in rows if t is not None}
+    if not idf:
+        return [], [], 0
+    avgdl = float(rows[0][0])
+    qterms = [t for t in terms if t in idf]  # query order: the order scores are summed in
+    nt = len(qterms)
+    w = np.array([idf[t] for t in qterms])
+    meta = execute(sqls["blocks"], {**params, "terms": qterms, "avgdl": avgdl,
+                                    "idf": list(w)}).fetchall()
+    if not meta:
+        return [], [], 0
+    groups = sorted({g for _i, g, *_r in meta})
+    gno = {g: n for n, g in enumerate(groups)}
+    # every block: (bound, chain, seg, blk), best bound first; a chain: (group, term)
+    chain = np.concatenate([np.full(len(r[2]), n) for n, r in enumerate(meta)])
+    seg = np.concatenate([np.asarray(r[2], dtype=np.int64) for r in meta])
+    blk = np.concatenate([np.asarray(r[3], dtype=np.int64) for r in meta])
+    bound = np.concatenate([np.asarray(r[4], dtype=np.float64) for r in meta]) * SLACK
+    order = np.lexsort((blk, seg, chain, -bound))
+    c_group = np.array([gno[r[1]] for r in meta])
+    c_term = np.array([int(r[0]) - 1 for r in meta])
+    # the bound of a chain's best block not read yet, as blocks are read in ``order``
+    done = np.zeros(len(order), dtype=bool)
+    ids_l: list[np.ndarray] = []
+    val_l: list[np.ndarray] = []
+    term_l: list[np.ndarray] = []
+    grp_l: list[np.ndarray] = []
+    pos, batch = 0, FIRST_BATCH
+    while True:
+        take = order[pos:pos + batch]
+        pos += len(take)
+        batch *= 2
+        done[take] = True
+        res = execute(sqls["fetch"], {
+            **params, "terms": [qterms[c_term[chain[b]]] for b in take],
+            "groups": [groups[c_group[chain[b]]] for b in take],
+            "segs": [int(seg[b]) for b in take], "blks": [int(blk[b]) for b in take]}).fetchall()
+        for n, ids, tfs, lens in res:
+            c = chain[take[int(n) - 1]]
+            t = c_term[c]
+            ids_l.append(np.asarray(ids, dtype=np.int64))
+            val_l.append(_scores(w[t], np.asarray(tfs, dtype=np.float64),
+                                 np.asarray(lens, dtype=np.float64), avgdl))
+            term_l.append(np.full(len(ids), t))
+            grp_l.append(np.full(len(ids), c_group[c]))
+        rest = np.zeros((len(groups), nt))  # best bound left per (group, term)
+        left = order[pos:]
+        if len(left):
+            np.maximum.at(rest, (c_group[chain[left]], c_term[chain[left]]), bound[left])
+        uniq, inv = np.unique(np.concatenate(ids_l), return_inverse=True)
+        vals = np.zeros((len(uniq), nt))
+        seen = np.zeros((len(uniq), nt), dtype=bool)
+        terms_a = np.concatenate(term_l)
+        vals[inv, terms_a] = np.concatenate(val_l)
+        seen[inv, terms_a] = True
+        doc_g = np.zeros(len(uniq), dtype=np.int64)
+        doc_g[inv] = np.concatenate(grp_l)
+        partial = _sum(vals)
+        if len(left) == 0:  # every block read: the sums are the scores
+            return (*_best(uniq, partial, depth), pos)
+        if len(uniq) < depth:
+            continue
+        theta = np.partition(partial, len(partial) - depth)[len(partial) - depth]
+        if rest.sum(axis=1).max() >= theta:
+            continue  # a chunk no block read so far holds could still be in the top
+        ub = partial + np.where(seen, 0.0, rest[doc_g]).sum(axis=1)
+        cand = ub >= theta
+        miss = ~seen[cand] & (rest[doc_g[cand]] > 0)
+        if miss.sum() > LOOKUP_MAX:
+            continue  # too many postings to look up: read more blocks first
+        ids_c, vals_c = uniq[cand], vals[cand]
+        need = np.flatnonzero(miss.any(axis=0))
+        if len(need):
+            found = execute(sqls["lookup"], {"terms": [qterms[t] for t in need],
+                                             "ids": [int(i) for i in ids_c[miss.any(axis=1)]]}
+                            ).fetchall()
+            row = {int(i): n for n, i in enumerate(ids_c)}
+            col = {qterms[t]: t for t in need}
+            for term, cid, tf, ln in found:
+                t = col[term]
+                r = row[int(cid)]
+                if miss[r, t]:
+                    vals_c[r, t] = _scores(w[t], np.float64(tf), np.float64(ln), avgdl)
+        return (*_best(ids_c, _sum(vals_c), depth), pos)
+
+
+def _sum(vals: np.ndarray) -> np.ndarray:
+    """Each row's contributions added in query-term order (equal inputs, equal sums)."""
+    out = np.zeros(len(vals))
+    for t in range(vals.shape[1]):
+        out = out + vals[:, t]
+    return out
+
+
+def _best(ids: np.ndarray, scores: np.ndarray, depth: int) -> tuple[list[int], list[float]]:
+    best = np.lexsort((ids, -scores))[:depth]
+    return [int(i) for i in ids[best]], [float(s) for s in scores[best]]
+
+
+def _scores(idf: float, tf: Any, length: Any, avgdl: float) -> Any:
+    """The exhaustive statement's ``idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len /
+    avgdl))``, operation by operation in float8 as the server evaluates it (its numeric
+    constants 1 - 0.75 and 0.75 * len are exact): the same bits."""
+    return idf * tf * (K1 + 1) / (tf + K1 * ((1 - B) + (B * length) / avgdl))
+
+
+def statements(kb: str, principal_allowed: Callable[[str], str]) -> dict[str, Any]:
+    """:data:`_STATS`, :data:`_BLOCKS`, :data:`_FETCH` for KB ``kb``; ``principal_allowed
+    (alias)``: the caller's access condition on ``alias.groups`` ("true" for none)."""
+    from psycopg import sql
+
+    lit = sql.Literal(kb)
+    # the exhaustive statement's expression, so a score is the same float8
+    score = {"k1": sql.Literal(K1), "b": sql.Literal(B), "k1p1": sql.Literal(K1 + 1),
+             "tf": sql.SQL("u.tf"), "len": sql.SQL("u.len")}
+    common = {"kb": lit, "ballowed": sql.SQL(principal_allowed("b"))}
+    return {
+        "stats": sql.SQL(_STATS).format(kb=lit, gallowed=sql.SQL(principal_allowed("g")),
+                                        tallowed=sql.SQL(principal_allowed("t"))),
+        "blocks": sql.SQL(_BLOCKS).format(
+            score=sql.SQL(_SCORE).format(idf=sql.SQL("q.idf"), **score), **common),
+        "fetch": sql.SQL(_FETCH).format(**common),
+        "lookup": sql.SQL(_LOOKUP).format(kb=lit),
+    }
+
+
+GIVEN = """
+br AS (SELECT x.id, x.s, row_number() OVER (ORDER BY x.s DESC, x.id) AS r
+       FROM unnest(%(bids)s::bigint[], %(bscores)s::float8[]) AS x(id, s)
+       WHERE EXISTS (SELECT 1 FROM kbagent_chunks c WHERE c.kb = {kb} AND c.id = x.id
+                     AND {allowed}))
+"""
+
+
+def search_rows(kb: Any, args: tuple[Any, ...], terms: list[str],
+                allowed: Callable[..., tuple[str, list[str]]], prefix: str) -> list[Any]:
+    """Rows of ``kb``'s search statement (a :class:`~kbagent.kb.pg.kb.PgKnowledgeBase`;
+    ``args``: its ``_statement``'s query, mode, vector, depth and principal) with the
+    BM25 top found first by :func:`top_k`, all in one snapshot; the exhaustive
+    statement for a KB without blocks."""
+    from psycopg import sql
+
+    principal, depth = args[4], args[3]
+
+    def run(q: Any, p: Any) -> Any:
+        return kb.conn.execute(q, p, prepare=False)
+
+    def work() -> list[Any]:
+        found = top_k(run, statements(kb.name, lambda a: allowed(principal, a)[0]), terms,
+                      depth, {"allowed": allowed(principal)[1]})
+        kb.blocks_read = found[2] if found else -1
+        built = kb._statement(*args, given=found[:2] if found else None)
+        return list(run(sql.SQL(prefix) + built[0], built[1]).fetchall())
+
+    with kb.store._lock:
+        return list(in_snapshot(kb.conn, work))
+
+
+def in_snapshot(conn: Any, work: Callable[[], Any]) -> Any:
+    """Run ``work`` (several statements on ``conn``) in one REPEATABLE READ READ ONLY
+    transaction; again once if the connection changed node or failed in between."""
+    import psycopg
+
+    for attempt in (0, 1):
+        node = getattr(conn, "_conn", conn)
+        try:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            out = work()
+            conn.execute("COMMIT")
+        except psycopg.Error:
+            _rollback(conn)
+            if attempt:
+                raise
+            continue
+        except BaseException:  # an interrupt: never leave the reader in the snapshot
+            _rollback(conn)
+            raise
+        if getattr(conn, "_conn", conn) is node:
+            return out
+    raise psycopg.OperationalError("the read moved to another node twice; try again")
+
+
+def _rollback(conn: Any) -> None:
+    import contextlib
+
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error, AttributeError):
+        conn.execute("ROLLBACK")
