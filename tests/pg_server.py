@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 USER = "postgres"
@@ -128,6 +129,26 @@ class PgServer:
 
 
 # ------------------------------------------------------------ streaming replication
+def serve_or_skip(what: str) -> Iterator[str]:
+    """A test module's server: started, its DSN yielded, stopped afterwards; when it
+    cannot start, ``what`` tests are skipped with the reason (a warning and stderr)."""
+    import sys
+    import warnings
+
+    import pytest
+
+    try:
+        server = PgServer()
+        dsn = server.start()
+    except (PgUnavailable, OSError, subprocess.SubprocessError) as e:
+        reason = f"PostgreSQL + pgvector could not start, {what} tests skipped: {e}"
+        warnings.warn(reason, stacklevel=2)
+        print(f"\n{reason}", file=sys.stderr)
+        pytest.skip(reason)
+    yield dsn
+    server.stop()
+
+
 def start_primary() -> PgServer:
     """A :class:`PgServer` set up as a streaming-replication primary: ``wal_level =
     replica``, WAL senders and slots, and a ``replication`` entry in ``pg_hba.conf``

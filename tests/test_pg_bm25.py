@@ -8,8 +8,6 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-import subprocess
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.pg import bm25, bm25_blocks
 from kbagent.kb.pg.ingest import PgIngestor
 from kbagent.kb.stores import open_kb
-from tests.pg_server import PgServer, PgUnavailable
+from tests.pg_server import serve_or_skip
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
 WHO = (ANONYMOUS, Principal("maya", frozenset({"hr"})),
@@ -57,15 +55,7 @@ def small_segments(monkeypatch):
 
 @pytest.fixture(scope="module")
 def pg_dsn():
-    try:
-        server = PgServer()
-        dsn = server.start()
-    except (PgUnavailable, OSError, subprocess.SubprocessError) as e:
-        reason = f"PostgreSQL + pgvector could not start, PG BM25 tests skipped: {e}"
-        warnings.warn(reason, stacklevel=1)
-        pytest.skip(reason)
-    yield dsn
-    server.stop()
+    yield from serve_or_skip("PG BM25")
 
 
 def _words(rnd: random.Random, n: int) -> str:

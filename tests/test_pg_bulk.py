@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from kbagent.kb.pg.schema import BULK_LOCK, hnsw_index_name
 from kbagent.kb.search import HybridSearcher
 from kbagent.kb.stores import open_kb
 from tests.conftest import SMALL_DOCS
-from tests.pg_server import PgServer, PgUnavailable
+from tests.pg_server import serve_or_skip
 from tests.test_pg_store import DOCS, QUERIES, MemoEmbedder
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
@@ -37,15 +36,7 @@ WHO = (ANONYMOUS, Principal("maya", frozenset({"executives", "hr"})))
 
 @pytest.fixture(scope="module")
 def pg_dsn():
-    try:
-        server = PgServer()
-        dsn = server.start()
-    except (PgUnavailable, OSError, subprocess.SubprocessError) as e:
-        reason = f"PostgreSQL + pgvector could not start, PG bulk tests skipped: {e}"
-        warnings.warn(reason, stacklevel=1)
-        pytest.skip(reason)
-    yield dsn
-    server.stop()
+    yield from serve_or_skip("PG bulk")
 
 
 @pytest.fixture(scope="module")

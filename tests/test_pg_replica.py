@@ -13,7 +13,6 @@ import threading
 import time
 import warnings
 
-import numpy as np
 import pytest
 
 from kbagent.kb.access import ANONYMOUS, Principal, may_read
@@ -27,6 +26,7 @@ from tests.pg_server import (
     start_primary,
     start_standby,
 )
+from tests.test_pg_store import MemoEmbedder
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
 
@@ -69,35 +69,18 @@ def _fresh_health(monkeypatch):
     monkeypatch.setattr(replicas, "_down", {})
 
 
-class Memo:
-    """The real bundled embedder, each text embedded once per session."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.model_id, self.dim = inner.model_id, inner.dim
-        self.precision = getattr(inner, "precision", "fp32")
-        self.runtime = getattr(inner, "runtime", "onnx")
-        self.memo: dict[str, np.ndarray] = {}
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
-        if todo:
-            self.memo.update(zip(todo, self.inner.encode(todo), strict=True))
-        return np.stack([self.memo[t] for t in texts])
-
-
 @pytest.fixture(scope="module")
-def memo(embedder) -> Memo:
-    return Memo(embedder)
+def memo(embedder) -> MemoEmbedder:
+    return MemoEmbedder(embedder)
 
 
-def search(kb, query: str, mode: str, memo: Memo, principal=ANONYMOUS, k: int = 10):
+def search(kb, query: str, mode: str, memo: MemoEmbedder, principal=ANONYMOUS, k: int = 10):
     vec = {kb.embedding_space: memo.encode([query])[0]} if mode != "bm25" else None
     return HybridSearcher([kb], embedder_for=lambda _s: memo).search(
         query, k=k, mode=mode, principal=principal, query_vectors=vec)
 
 
-def found(kb, query: str, mode: str, memo: Memo, principal=ANONYMOUS) -> list[tuple]:
+def found(kb, query: str, mode: str, memo: MemoEmbedder, principal=ANONYMOUS) -> list[tuple]:
     result = search(kb, query, mode, memo, principal)
     assert not result.failed_kbs, result.failed_kbs
     return [(h.path, h.start_line, h.end_line, round(h.score, 6)) for h in result.hits]
@@ -119,7 +102,7 @@ def wait_caught_up(primary, standby, kb: str, timeout: float = 120) -> float:
     return time.monotonic() - t0
 
 
-def pg_ingest(settings, name: str, dsn: str, folder, memo: Memo):
+def pg_ingest(settings, name: str, dsn: str, folder, memo: MemoEmbedder):
     return ingestor_for(settings, name, dsn, embedder=memo).run(folder)
 
 

@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ from kbagent.kb.search import HybridSearcher
 from kbagent.kb.stores import open_kb
 from kbagent.settings import Settings
 from tests.conftest import SMALL_DOCS
-from tests.pg_server import PgServer, PgUnavailable
+from tests.pg_server import serve_or_skip
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,16 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def pg_dsn():
-    try:
-        server = PgServer()
-        dsn = server.start()
-    except (PgUnavailable, OSError, subprocess.SubprocessError) as e:
-        reason = f"PostgreSQL + pgvector could not start, PG store tests skipped: {e}"
-        warnings.warn(reason, stacklevel=1)
-        print(f"\n{reason}", file=sys.stderr)
-        pytest.skip(reason)
-    yield dsn
-    server.stop()
+    yield from serve_or_skip("PG store")
 
 
 class MemoEmbedder:
