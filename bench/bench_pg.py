@@ -137,16 +137,21 @@ def beir(data: Path, name: str) -> tuple[list[dict[str, Any]], dict[str, str],
     return docs, {q: queries[q] for q in qrels if q in queries}, qrels
 
 
+def beir_folder(docs: list[dict[str, Any]], folder: Path) -> Path:
+    """A BEIR corpus as a folder to ingest: one Markdown file a document."""
+    folder.mkdir(parents=True)
+    for d in docs:
+        (folder / f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n",
+                                               encoding="utf-8")
+    return folder
+
+
 def section_ndcg(args: argparse.Namespace, dsn: str, work: Path) -> dict[str, Any]:
     emb = CachedEmbedder(OUT / "cache" / args.cache)
     results: dict[str, Any] = {}
     for name in [s for s in args.sets.split(",") if s]:
         docs, queries, qrels = beir(args.data, name)
-        folder = work / name
-        folder.mkdir(parents=True)
-        for d in docs:
-            (folder / f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n",
-                                                   encoding="utf-8")
+        folder = beir_folder(docs, work / name)
         settings = Settings.load(home=work / "home", bm25_first_chunks=0)
         qids = sorted(queries)
         log(f"{name}: {len(docs)} documents, {len(qids)} queries; query vectors")

@@ -78,20 +78,12 @@ def same_top(fast: list[Any], slow: list[Any]) -> bool:
 
 
 def build(args: argparse.Namespace, dsn: str, work: Path) -> tuple[Settings, dict[str, Any]]:
-    from bench_pg_bulk import _link, disk
-    from kb_big import make_big_corpus
+    from bench_pg_bulk import _link, corpus_pool, disk
 
     from kbagent.kb.pg.ingest import PgIngestor
 
     settings = Settings.load(home=work / "home", bm25_first_chunks=0)
-    pool = OUT / "bulk" / f"pool{args.size}"
-    plan_file = pool.with_suffix(".json")
-    if not plan_file.is_file():
-        plan: list[tuple[str, int]] = []
-        log(f"writing a corpus of ~{args.size} chunks to {pool}")
-        info = make_big_corpus(args.data, pool, args.size, settings, plan)
-        plan_file.write_text(json.dumps({"info": info, "plan": plan}))
-    plan = [(r, int(n)) for r, n in json.loads(plan_file.read_text())["plan"]]
+    pool, plan = corpus_pool(args, settings)
     src = work / "src"
     _link(pool, src, plan)
     (src / ".kbaccess").write_text("r1/** hr\n", encoding="utf-8")
@@ -248,7 +240,7 @@ def summarize(rows: list[dict[str, Any]], fts: bool) -> list[dict[str, Any]]:
 
 def section_ndcg(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
                  ) -> dict[str, Any]:
-    from bench_pg import beir
+    from bench_pg import beir, beir_folder
     from kb_nf import docs_from_hits
 
     from kbagent.evaluation.metrics import ndcg_at_k
@@ -260,11 +252,7 @@ def section_ndcg(args: argparse.Namespace, server: PgServer, dsn: str, work: Pat
     out: dict[str, Any] = {}
     for name in [s for s in args.sets.split(",") if s]:
         docs, queries, qrels = beir(args.data, name)
-        folder = work / name
-        folder.mkdir(parents=True)
-        for d in docs:
-            (folder / f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n",
-                                                   encoding="utf-8")
+        folder = beir_folder(docs, work / name)
         PgIngestor(settings, name, dsn, embedder=HashEmbedder()).run(folder)
         kb = open_kb(settings, name)
         searcher = HybridSearcher([kb])

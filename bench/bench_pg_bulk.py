@@ -125,14 +125,12 @@ def _link(pool: Path, dest: Path, plan: list[tuple[str, int]]) -> int:
     return sum(n for _, n in plan)
 
 
-def section_ingest(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
-                   ) -> dict[str, Any]:
-    import psycopg
+def corpus_pool(args: argparse.Namespace, settings: Settings
+                ) -> tuple[Path, list[tuple[str, int]]]:
+    """The synthetic corpus of ``args.size`` chunks (written once under bench/out/bulk,
+    reused) and its plan: (file, chunks) in order."""
     from kb_big import make_big_corpus
 
-    from kbagent.kb.pg.ingest import PgIngestor
-
-    settings = Settings.load(home=work / "home", bm25_first_chunks=0)
     pool = OUT / "bulk" / f"pool{args.size}"
     plan_file = pool.with_suffix(".json")
     if not plan_file.is_file():
@@ -140,7 +138,17 @@ def section_ingest(args: argparse.Namespace, server: PgServer, dsn: str, work: P
         log(f"writing a corpus of ~{args.size} chunks to {pool}")
         info = make_big_corpus(args.data, pool, args.size, settings, plan)
         plan_file.write_text(json.dumps({"info": info, "plan": plan}))
-    plan = [(r, int(n)) for r, n in json.loads(plan_file.read_text())["plan"]]
+    return pool, [(r, int(n)) for r, n in json.loads(plan_file.read_text())["plan"]]
+
+
+def section_ingest(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
+                   ) -> dict[str, Any]:
+    import psycopg
+
+    from kbagent.kb.pg.ingest import PgIngestor
+
+    settings = Settings.load(home=work / "home", bm25_first_chunks=0)
+    pool, plan = corpus_pool(args, settings)
     half = len(plan) // 2
     dsns = {}
     with psycopg.connect(dsn, autocommit=True) as c:
@@ -243,7 +251,7 @@ def _build(conn: Any, server: PgServer, statement: str) -> float:
 def section_halfvec(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
                     ) -> dict[str, Any]:
     import psycopg
-    from bench_pg import CachedEmbedder, beir
+    from bench_pg import CachedEmbedder, beir, beir_folder
     from kb_nf import docs_from_hits
 
     import kbagent.kb.pg.kb as pgkb
@@ -259,11 +267,7 @@ def section_halfvec(args: argparse.Namespace, server: PgServer, dsn: str, work: 
     fp32 = pgkb._VECTOR
     for name in [s for s in args.sets.split(",") if s]:
         docs, queries, qrels = beir(args.data, name)
-        folder = work / name
-        folder.mkdir(parents=True)
-        for d in docs:
-            (folder / f"{d['_id']}.md").write_text(f"# {d['title']}\n\n{d['text']}\n",
-                                                   encoding="utf-8")
+        folder = beir_folder(docs, work / name)
         PgIngestor(settings, name, dsn, embedder=emb).run(folder)
         kb = open_kb(settings, name)
         index = hnsw_index_name(name, kb.dim)
