@@ -57,7 +57,10 @@ def test_esc_stops_a_run_while_the_model_reads_its_prompt(sample_settings, llm):
         screen = pilot.app.screen
         llm.reset_cache()
         prompt = screen.query_one("#prompt")
-        prompt.text = QUESTION
+        # a prompt of thousands of tokens: read in slices over seconds even on an idle
+        # machine, so the Esc lands while it is being read (a 600-token one could be read
+        # whole before the key arrived)
+        prompt.text = QUESTION + " Context: " + "the retry policy backs off. " * 600
         await pilot.press("enter")
         await until(pilot, lambda: evaluated(llm) > 0)  # the answer's prompt is being read
         await pilot.press("escape")
