@@ -336,3 +336,50 @@ def test_an_ingest_of_another_kb_runs_while_a_write_transaction_is_open(settings
 
     assert not ingest(settings, "opena", pg_dsn, first, memo, checkpoint=meanwhile).loaded_in_bulk
     assert done == [False, True]
+
+
+def kb_indexes(dsn: str, kb: str) -> dict[str, str]:
+    """The KB's HNSW indexes: name -> definition."""
+    from kbagent.kb.pg.schema import hnsw_index_prefix
+
+    with psycopg.connect(dsn) as c:
+        return dict(c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = "
+                              "'kbagent_chunks' AND indexname LIKE %s",
+                              (hnsw_index_prefix(kb) + "%",)).fetchall())
+
+
+@pytest.mark.parametrize("change", [False, True])
+def test_the_vector_index_is_halfvec_and_an_older_float32_one_is_replaced(
+        settings, make_folder, pg_dsn, memo, change):
+    """The HNSW index holds halfvec (half the size); a search re-ranks its candidates with
+    the stored float32 vectors, so scores stay the exact cosine. A KB built by an older
+    version (a float32 index) gets the halfvec one from its next ingest, changed or not,
+    and the float32 one is dropped."""
+    from kbagent.kb.pg.schema import hnsw_index_prefix
+
+    name = f"half{int(change)}"
+    folder = source(make_folder, DOCS)
+    ingest(settings, name, pg_dsn, folder, memo)
+    new = hnsw_index_name(name, 384)
+    assert new.endswith("h") and list(kb_indexes(pg_dsn, name)) == [new]
+    assert "halfvec_cosine_ops" in kb_indexes(pg_dsn, name)[new]
+    kb = open_kb(settings, name)
+    vec = memo.encode(["retry backoff"])[0]
+    for plan in ("seqscan", "bitmapscan", "sort"):  # a few rows: the planner would scan
+        kb.conn.execute(f"SET enable_{plan} = off")
+    assert new in kb.explain("retry backoff", "vector", vec, 10, None)
+    hits = kb.search_evidence("retry backoff", "vector", vec, 10, None)
+    with psycopg.connect(pg_dsn) as c:  # exact float32 cosine, not the halfvec distance
+        exact = dict(c.execute("SELECT id, 1 - (embedding <=> %s::vector) FROM kbagent_chunks "
+                               "WHERE kb = %s", (str(list(map(float, vec))), name)).fetchall())
+    assert hits and all(math.isclose(h[4], exact[h[0]], rel_tol=1e-9) for h in hits)
+    kb.close()
+    old = f"{hnsw_index_prefix(name)}_384"  # what an older version built
+    with psycopg.connect(pg_dsn, autocommit=True) as c:
+        c.execute(f'DROP INDEX "{new}"')
+        c.execute(f'CREATE INDEX "{old}" ON kbagent_chunks USING hnsw ((embedding::vector(384)) '
+                  f"vector_cosine_ops) WHERE kb = '{name}' AND vector_dims(embedding) = 384")
+    if change:
+        (folder / "new.md").write_text("# Quokkas\n\nQuokkas smile.\n", encoding="utf-8")
+    ingest(settings, name, pg_dsn, folder, memo)
+    assert list(kb_indexes(pg_dsn, name)) == [new]

@@ -33,9 +33,10 @@ from kbagent.kb.pg.schema import hnsw_index_sql
 BULK_MIN_CHUNKS = 2_000  # an incremental load this large (and >= half what it keeps) is bulk
 BATCH_CHUNKS = 20_000  # chunks per COPY batch (the postings of a batch are sorted)
 # pgvector's in-memory graph per tuple: ~715 bytes of links and headers plus the
-# vector (measured: 2,253 bytes at 384 float32 dimensions). A graph that does not fit
-# maintenance_work_mem is finished by slow on-disk inserts, so a build raises it to
-# what the KB needs, up to this cap (a server set higher keeps its own setting).
+# vector (measured: 2,253 bytes at 384 float32 dimensions; the index now holds halfvec,
+# 2 bytes a dimension). A graph that does not fit maintenance_work_mem is finished by
+# slow on-disk inserts, so a build raises it to what the KB needs, up to this cap (a
+# server set higher keeps its own setting).
 GRAPH_OVERHEAD_BYTES = 800
 BUILD_MEMORY_CAP_MB = 4096
 
@@ -124,7 +125,7 @@ def write_chunks(conn: Any, kb: str, pending: list[Pending], doc_ids: list[int],
 
 def build_memory_mb(rows: int, dim: int) -> int:
     """maintenance_work_mem (MB) for an in-memory HNSW build of ``rows`` vectors."""
-    need = rows * (dim * 4 + GRAPH_OVERHEAD_BYTES) * 1.15 / 2**20
+    need = rows * (dim * 2 + GRAPH_OVERHEAD_BYTES) * 1.15 / 2**20  # halfvec: 2 bytes each
     return int(min(max(need, 64), BUILD_MEMORY_CAP_MB))
 
 

@@ -48,7 +48,6 @@ from kbagent.kb.pg.schema import (
     BULK_LOCK,
     create_schema,
     drop_hnsw_indexes,
-    drop_index_concurrently,
     ensure_hnsw_index,
     hnsw_index_name,
     kb_lock_key,
@@ -117,6 +116,8 @@ class PgIngestor(Ingestor):
             report.chunks_total = sum(d.n_chunks for d in base_docs.values())
             # an index a failed bulk load had dropped is built again
             ensure_hnsw_index(conn, self.name, int(base["embedding_dim"]))
+            drop_hnsw_indexes(conn, self.name, keep=hnsw_index_name(
+                self.name, int(base["embedding_dim"])))  # an older version's index
             report.files.sort(key=lambda f: f.path)
             return report
         gone = [base_docs[p].id for p in removed] + [
@@ -147,7 +148,7 @@ class PgIngestor(Ingestor):
                                             0 if fresh else kept)
         if self.loaded_in_bulk:
             conn.execute("SELECT pg_advisory_lock(%s)", (BULK_LOCK,))  # until the commit
-            drop_index_concurrently(conn, index)  # the old generation: exact scans till then
+            drop_hnsw_indexes(conn, self.name)  # the old generation: exact scans till then
         else:
             ensure_hnsw_index(conn, self.name, self._expect_dim)
         chunks = self._write(conn, report, pending, vectors, manifest, gone, fresh,
@@ -158,8 +159,8 @@ class PgIngestor(Ingestor):
         # and the visibility map, so BM25 reads the postings index alone
         conn.execute("VACUUM (ANALYZE) kbagent_chunks, kbagent_postings, kbagent_terms, "
                      "kbagent_blocks")
-        if base is not None and int(base["embedding_dim"]) != self._expect_dim:
-            drop_hnsw_indexes(conn, self.name, keep=index)  # a rebuild changed the dimension
+        # a rebuild changed the dimension, or an older version's index is still there
+        drop_hnsw_indexes(conn, self.name, keep=index)
         cache.discard()
         report.committed = True
         report.chunks_total = chunks

@@ -1,12 +1,12 @@
 """The read side of a KB held in PostgreSQL + pgvector.
 
 A search is one SQL statement (after bm25.py's top-k over BM25 blocks, one snapshot):
-exact BM25 from the term tables, the vector search through the KB's HNSW index with
-iterative scans (a filtered search keeps scanning until it has ``depth`` allowed
-rows, so it never comes back short), the access filter (``groups && allowed``) inside
-both, and RRF fusion. Readers run in autocommit: every statement sees the last
-committed ingest and is never blocked by a writer (MVCC). With read replicas recorded for the KB,
-reads go to one of them (kbagent/kb/pg/replicas.py).
+exact BM25 from the term tables, the vector search through the KB's halfvec HNSW index
+with iterative scans (it keeps scanning until it has ``depth`` allowed rows; the
+candidates' distances are the stored float32 vectors'), the access filter (``groups &&
+allowed``) inside both, and RRF fusion. Readers run in autocommit: every statement sees
+the last committed ingest, never blocked by a writer (MVCC); with read replicas recorded
+for the KB, reads go to one of them (kbagent/kb/pg/replicas.py).
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ br AS (SELECT id, s, row_number() OVER (ORDER BY s DESC, id) AS r FROM b)
 """
 _VECTOR = """
 v AS MATERIALIZED (SELECT id, embedding::vector({dim}) <=> %(vec)s::vector({dim}) AS d
-      FROM kbagent_chunks c WHERE kb = {kb} AND vector_dims(embedding) = {dim} AND {allowed}
-      ORDER BY embedding::vector({dim}) <=> %(vec)s::vector({dim}) LIMIT %(depth)s),
+      FROM (SELECT id, embedding FROM kbagent_chunks c WHERE kb = {kb} AND {allowed} AND
+            vector_dims(embedding) = {dim} ORDER BY embedding::halfvec({dim}) <=>
+            %(vec)s::halfvec({dim}) LIMIT %(depth)s) h),
 vr AS (SELECT id, d, row_number() OVER (ORDER BY d, id) AS r FROM v)
 """
 _EMPTY = {"br": "br AS (SELECT NULL::bigint AS id, NULL::float8 AS s, NULL::bigint AS r "
@@ -80,8 +81,7 @@ ORDER BY {order}
 """
 # the chunk rows come back with the ranking: one round trip per search
 _ORDER = {"hybrid": "rrf DESC, id", "bm25": "bs DESC, id", "vector": "vd, id"}
-SESSION = ("SET hnsw.iterative_scan = relaxed_order; "
-           f"SET hnsw.ef_search = {EF_SEARCH}")
+SESSION = f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {EF_SEARCH}"
 
 
 def _allowed(principal: Principal | None, alias: str = "c") -> tuple[str, list[str]]:
@@ -356,8 +356,8 @@ class PgKnowledgeBase:
         return statement, params
 
     def _execute(self, statement: sql.Composable, params: dict[str, Any]) -> list[Any]:
-        # hnsw settings are set for the session (SESSION); never a prepared statement:
-        # a generic plan does not know the query vector and ranks 3-10x slower
+        # hnsw settings are per session (SESSION); never prepared (a generic plan does not
+        # know the query vector and ranks 3-10x slower)
         with self.store._lock:
             return list(self.conn.execute(statement, params, prepare=False).fetchall())
 

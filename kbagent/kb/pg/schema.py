@@ -187,8 +187,11 @@ def hnsw_index_prefix(name: str) -> str:
 
 
 def hnsw_index_name(name: str, dim: int) -> str:
-    """KB ``name``'s HNSW index over its ``dim``-dimensional vectors."""
-    return f"{hnsw_index_prefix(name)}_{dim}"
+    """KB ``name``'s HNSW index over its ``dim``-dimensional vectors, stored as halfvec
+    (half the size of float32; the search re-ranks its candidates with the stored float32
+    vectors). An index of an older version (float32, no ``h``) is replaced by the next
+    ingest."""
+    return f"{hnsw_index_prefix(name)}_{dim}h"
 
 
 def hnsw_index_sql(name: str, dim: int) -> Any:
@@ -198,7 +201,7 @@ def hnsw_index_sql(name: str, dim: int) -> Any:
 
     return sql.SQL(
         "CREATE INDEX {index} ON kbagent_chunks USING hnsw "
-        "((embedding::vector({dim})) vector_cosine_ops) "
+        "((embedding::halfvec({dim})) halfvec_cosine_ops) "
         "WHERE kb = {kb} AND vector_dims(embedding) = {dim}").format(
             index=sql.Identifier(hnsw_index_name(name, dim)), dim=sql.Literal(dim),
             kb=sql.Literal(name))
@@ -236,11 +239,10 @@ def ensure_hnsw_index(conn: Any, name: str, dim: int) -> None:
 
 
 def drop_hnsw_indexes(conn: Any, name: str, keep: str = "") -> None:
-    """Drop KB ``name``'s HNSW indexes except ``keep`` (vectors of another dimension)."""
-    from psycopg import sql
-
+    """Drop KB ``name``'s HNSW indexes except ``keep`` (vectors of another dimension, or
+    an older version's float32 index), concurrently (autocommit ``conn``)."""
     for (index,) in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = "
                                  "'kbagent_chunks' AND indexname LIKE %s",
                                  (hnsw_index_prefix(name) + "%",)).fetchall():
         if index != keep:
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
+            drop_index_concurrently(conn, index)
