@@ -129,6 +129,37 @@ def test_the_model_may_search_again_in_other_words(tmp_path: Path) -> None:
     assert "500ms" in _user_messages(llm)[-1]
 
 
+def test_a_search_request_after_a_sentence_is_a_search_request(tmp_path: Path) -> None:
+    """The protocol's SEARCH: line counts where the model writes it after a sentence
+    saying it found nothing; it never reaches the user as a sentence of the answer."""
+    right = "The first retry waits 500ms [{n}]."
+    final, llm = _ask(tmp_path, ["The sources do not say when it retries. SEARCH: "
+                                 "exponential backoff first retry wait",
+                                 citing(right, "500ms")],
+                      "After a failure, how long before the client tries once more?")
+    assert len(llm.calls) == 2
+    assert final.result.answer == right.format(n=final.result.sentences[0].cited[0])
+    queries = [s.args["query"] for s in final.result.steps
+               if s.action == "kb_search" and s.args]
+    assert queries[-1] == "exponential backoff first retry wait"
+
+
+def test_a_search_request_with_no_search_left_abstains(tmp_path: Path) -> None:
+    asking = "Nothing here says it.\nSEARCH: proxy protocols supported"
+    final, llm = _ask(tmp_path, [asking, asking, asking, "never asked a fourth time"],
+                      "Which proxy protocols does the pool support?")
+    assert len(llm.calls) == 3  # two searches asked for, then it must answer
+    assert final.result.answer == NOT_IN_KB
+    assert final.result.abstained and "SEARCH" not in final.result.answer
+
+
+def test_a_cited_answer_followed_by_a_search_request_is_the_answer(tmp_path: Path) -> None:
+    right = "It keeps 20 keep-alive connections by default [1]."
+    final, llm = _ask(tmp_path, [right + "\nSEARCH: keep-alive default", "never asked"])
+    assert len(llm.calls) == 1
+    assert final.result.answer == right
+
+
 def test_when_the_sources_do_not_hold_it_the_answer_says_so(tmp_path: Path) -> None:
     final, llm = _ask(tmp_path, [NOT_IN_KB], "Which proxy protocols does the pool support?")
     assert final.result.answer == NOT_IN_KB

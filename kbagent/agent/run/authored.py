@@ -26,6 +26,7 @@ from pathlib import Path
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
 from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence, same_text
+from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
@@ -47,7 +48,10 @@ MAX_SEARCHES = 2  # searches the model may ask for before it must answer
 # 44, session 1", first ten sample questions): the 1.5B writing states the fact first for
 # 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
 MODEL_POLICY_MIN_PARAMS = 1_000_000_000
-_SEARCH = re.compile(r"\s*SEARCH\s*:\s*(.+)", re.IGNORECASE)
+# a search request: the reply's first line, or a line or sentence of it that begins
+# with SEARCH: (a model sometimes writes it after a sentence saying it found nothing)
+_SEARCH = re.compile(r"(?:\A\s*(?i:search)|(?:^|(?<=[.!?]))[ \t]*SEARCH)[ \t]*:[ \t]*"
+                     r"(\S[^\n]*)", re.MULTILINE)
 
 AUTHOR_SYSTEM = f"""You answer a question from numbered sources, quoted from documents.
 - State the answer in your first sentence, then add what helps, briefly.
@@ -167,11 +171,11 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         reply = yield from _reply(llm, cancel, s, step, max_tokens)
         if reply is None:
             return None, step
-        asked = _SEARCH.match(reply.text)
-        if asked is None or searches >= MAX_SEARCHES:
-            break
+        asked = search_request(reply.text)
+        if asked is None or searches >= MAX_SEARCHES or cited_numbers(asked[0]):
+            break  # an answer, or a cited answer with a search request after it
         searches += 1
-        yield from search_step(s, step + 1, asked.group(1).strip(),
+        yield from search_step(s, step + 1, asked[1],
                                "The model asked to search again in other words.", top_k)
         step += 2
     # a chunk as the model was shown it: its text, and its units as the passages list
@@ -194,10 +198,22 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
                     searches=searches), step + 2
 
 
+def search_request(reply: str) -> tuple[str, str] | None:
+    """(what the reply says before its search request, the words to search) when the
+    reply asks for a search; None when it does not."""
+    asked = _SEARCH.search(reply)
+    return None if asked is None else (reply[:asked.start()].strip(), asked.group(1).strip())
+
+
 def _answer_of(reply: str) -> str:
-    """The answer in a reply: all of it, unless it is a search request made when no
-    search was left, which says the sources do not hold the answer."""
-    return NOT_IN_KB if _SEARCH.match(reply) or not reply.strip() else reply
+    """The answer in a reply: all of it, or, when it asks for a search (made when no
+    search was left, or after a cited answer), what it cites before the request; a
+    request with nothing cited before it says the sources do not hold the answer. The
+    request line is the protocol's, not a sentence of the answer."""
+    asked = search_request(reply)
+    if asked is not None:
+        reply = asked[0] if cited_numbers(asked[0]) else ""
+    return reply if reply.strip() else NOT_IN_KB
 
 
 def _standing(checks: list[SentenceCheck]) -> tuple[bool, int, int]:
