@@ -50,6 +50,7 @@ def small_segments(monkeypatch):
     tails are cut again and deletions search segments; searches read one block, then
     two, four..., so they stop before reading every block."""
     monkeypatch.setattr(bm25_blocks, "SEGMENT", 4 * bm25_blocks.BLOCK)
+    monkeypatch.setattr(bm25_blocks, "BULK_SEGMENT", 16 * bm25_blocks.BLOCK)
     monkeypatch.setattr(bm25, "FIRST_BATCH", 1)  # small batches: searches stop early
 
 
@@ -152,13 +153,30 @@ def check_blocks(dsn: str, kb: str) -> None:
         assert bad == 0
         big = c.execute("SELECT count(*) FROM (SELECT 1 FROM kbagent_blocks WHERE kb = %s "
                         "GROUP BY term, groups, seg HAVING sum(cardinality(ids)) > %s) x",
-                        (kb, bm25_blocks.SEGMENT)).fetchone()[0]
+                        (kb, bm25_blocks.BULK_SEGMENT)).fetchone()[0]
         assert big == 0
         undominated = c.execute(  # every posting is matched or beaten by a frontier pair
             "SELECT count(*) FROM kbagent_blocks b, unnest(b.tfs, b.lens) u(tf, len) "
             "WHERE b.kb = %s AND NOT EXISTS (SELECT 1 FROM unnest(b.ftf, b.flen) f(tf, len) "
             "WHERE f.tf >= u.tf AND f.len <= u.len)", (kb,)).fetchone()[0]
         assert undominated == 0
+
+
+def segments(dsn: str, kb: str, terms: list[str]) -> list[int]:
+    """The segments of each chain of ``terms`` (by group set)."""
+    with psycopg.connect(dsn) as c:
+        return [int(n) for (n,) in c.execute(
+            "SELECT count(DISTINCT seg) FROM kbagent_blocks WHERE kb = %s AND term = ANY(%s) "
+            "GROUP BY term, groups ORDER BY term, groups::text", (kb, terms)).fetchall()]
+
+
+def chain_sizes(dsn: str, kb: str, word: str, kbo) -> list[int]:
+    with psycopg.connect(dsn) as c:
+        return [int(n) for (n,) in c.execute(
+            "SELECT count(*) FROM kbagent_postings p JOIN kbagent_chunks ch ON ch.kb = p.kb "
+            "AND ch.id = p.chunk_id WHERE p.kb = %s AND p.term = ANY(%s) "
+            "GROUP BY p.term, ch.groups ORDER BY p.term, ch.groups::text",
+            (kb, kbo.lexical.terms(word))).fetchall()]
 
 
 def test_fast_bm25_equals_the_exhaustive_statement(settings, tmp_path, pg_dsn, monkeypatch):
@@ -170,6 +188,8 @@ def test_fast_bm25_equals_the_exhaustive_statement(settings, tmp_path, pg_dsn, m
     kb = open_kb(settings, "fast")
     assert kb.chunks > 2500
     check_blocks(pg_dsn, "fast")
+    assert segments(pg_dsn, "fast", kb.lexical.terms(VOCAB[0])) == [
+        -(-n // bm25_blocks.BULK_SEGMENT) for n in chain_sizes(pg_dsn, "fast", VOCAB[0], kb)]
     check_all(kb)
     # early termination: a frequent term's top 1 and top 10 read a part of its blocks
     with psycopg.connect(pg_dsn) as c:
@@ -205,7 +225,10 @@ def test_fast_bm25_equals_the_exhaustive_statement(settings, tmp_path, pg_dsn, m
     kb.close()
 
 
-def test_row_and_bulk_paths_cut_the_same_blocks(settings, tmp_path, pg_dsn):
+def test_row_and_bulk_paths_cut_the_same_blocks(settings, tmp_path, pg_dsn, monkeypatch):
+    """With the same segment size (a bulk load cuts larger ones, once), both paths cut
+    the same blocks."""
+    monkeypatch.setattr(bm25_blocks, "BULK_SEGMENT", bm25_blocks.SEGMENT)
     src = tmp_path / "src"
     write(src, corpus(4, 150))
     (src / ".kbaccess").write_text(ACCESS, encoding="utf-8")

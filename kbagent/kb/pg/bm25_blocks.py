@@ -12,7 +12,8 @@ the impact order makes a few blocks hold the best postings.
 
 Both ingest paths call :func:`add_postings` (through :func:`add_chunks` on the row
 path) with the new postings in a temporary table: new chunk ids only grow, so a chain
-gains new segments, its last segment cut again when it was not full. Deleted chunks
+gains new segments, its last segment cut again when it was not full. A bulk load cuts
+once, after its last COPY batch, in segments of :data:`BULK_SEGMENT`. Deleted chunks
 are taken out of the blocks that hold them (:func:`remove_docs`, the segments spanning
 their ids searched). A KB built before the blocks gets them from its next ingest
 (:func:`rebuild`); until then searches use the exhaustive statement.
@@ -25,6 +26,13 @@ from typing import Any
 K1, B = 1.2, 0.75  # as kbagent.kb.pg.kb
 BLOCK = 128  # postings per block
 SEGMENT = 32 * BLOCK  # postings per segment (a chain's id range, its blocks by impact)
+# postings per segment cut by a bulk load, once for the whole load: a search reads a
+# chain's blocks best bound first, and every segment's first block bounds near the
+# chain's best, so a frequent term's blocks read grow with its segments (measured at
+# 1M chunks: BENCHMARKS.md, "Issue 47"). A later small update appends segments of
+# SEGMENT (a segment this large counts as full); a deletion rewrites only the blocks
+# holding a deleted chunk.
+BULK_SEGMENT = 256 * BLOCK
 IMPACT_AVGDL = 100.0  # the average length a segment's postings are ordered at
 VERSION = 1
 MANIFEST_KEY = "bm25_blocks"
@@ -50,27 +58,30 @@ FROM (SELECT *, max(tf) OVER (PARTITION BY term, groups, seg, blk ORDER BY n_tok
 GROUP BY term, groups, seg, seg_hi, blk"""
 
 
-# a chain's postings in id order, cut into segments of SEGMENT; each segment's postings
+# a chain's postings in id order, cut into segments of ``segment``; each segment's postings
 # by impact (the score fraction at a fixed average length: any order is exact, this
 # one puts a segment's best postings in its first block), cut into blocks
-def _cut_new() -> str:
+def _cut_new(segment: int) -> str:
     return _cut(f"""
 SELECT *, min(chunk_id) OVER w AS seg, max(chunk_id) OVER w AS seg_hi,
        (row_number() OVER (w ORDER BY tf::float8 / (tf + {K1} * ({1 - B} + {B} * n_tokens
                                      / {IMPACT_AVGDL})) DESC, chunk_id) - 1) / {BLOCK} AS blk
 FROM (SELECT *, (row_number() OVER (PARTITION BY term, groups ORDER BY chunk_id) - 1)
-                / {SEGMENT} AS sn FROM kbagent_newpost) a
+                / {segment} AS sn FROM kbagent_newpost) a
 WINDOW w AS (PARTITION BY term, groups, sn)""")
 
 
 _RECUT = _cut("SELECT * FROM kbagent_keep")
 
 
-def add_postings(conn: Any, kb: str) -> None:
+def add_postings(conn: Any, kb: str, segment: int | None = None) -> None:
     """Add the postings in the temporary table ``kbagent_newpost`` to KB ``kb``'s blocks
     (inside the caller's transaction), and empty it. Per chain (term, group set): its
-    last segment, when not full, is cut again with the new postings. Chunk ids only
-    grow; were a new id below a chain's last segment's end, every block is cut again."""
+    last segment, when it holds fewer than ``segment`` postings (:data:`SEGMENT`, or
+    :data:`BULK_SEGMENT` for a bulk load), is cut again with the new postings into
+    segments of ``segment``. Chunk ids only grow; were a new id below a chain's last
+    segment's end, every block is cut again."""
+    segment = segment or SEGMENT
     tails = ("WITH m AS (SELECT term, groups, min(chunk_id) AS lo FROM kbagent_newpost "
              "GROUP BY term, groups), t AS (SELECT m.term, m.groups, m.lo, (SELECT x.seg "
              "FROM kbagent_blocks x WHERE x.kb = %(kb)s AND x.term = m.term AND x.groups = "
@@ -78,7 +89,7 @@ def add_postings(conn: Any, kb: str) -> None:
     if conn.execute(tails + "SELECT EXISTS (SELECT 1 FROM t JOIN kbagent_blocks b ON b.kb = "
                     "%(kb)s AND b.term = t.term AND b.groups = t.groups AND b.seg = t.seg "
                     "WHERE b.seg_hi >= t.lo)", {"kb": kb}).fetchone()[0]:
-        _recut_all(conn, kb)
+        _recut_all(conn, kb, segment)
         return
     conn.execute(
         tails + ", full_ AS (SELECT b.term, b.groups, b.seg FROM t JOIN kbagent_blocks b ON "
@@ -88,17 +99,17 @@ def add_postings(conn: Any, kb: str) -> None:
         "b.term = f.term AND b.groups = f.groups AND b.seg = f.seg RETURNING b.term, b.groups, "
         "b.ids, b.tfs, b.lens) "
         "INSERT INTO kbagent_newpost SELECT g.term, g.groups, u.id, u.tf, u.len FROM gone g, "
-        "unnest(g.ids, g.tfs, g.lens) AS u(id, tf, len)", {"kb": kb, "seg": SEGMENT})
-    conn.execute(_cut_new(), {"kb": kb})
+        "unnest(g.ids, g.tfs, g.lens) AS u(id, tf, len)", {"kb": kb, "seg": segment})
+    conn.execute(_cut_new(segment), {"kb": kb})
     conn.execute("TRUNCATE kbagent_newpost")
 
 
-def _recut_all(conn: Any, kb: str) -> None:
+def _recut_all(conn: Any, kb: str, segment: int) -> None:
     conn.execute("INSERT INTO kbagent_newpost SELECT b.term, b.groups, u.id, u.tf, u.len "
                  "FROM kbagent_blocks b, unnest(b.ids, b.tfs, b.lens) AS u(id, tf, len) "
                  "WHERE b.kb = %s", (kb,))
     conn.execute("DELETE FROM kbagent_blocks WHERE kb = %s", (kb,))
-    conn.execute(_cut_new(), {"kb": kb})
+    conn.execute(_cut_new(segment), {"kb": kb})
     conn.execute("TRUNCATE kbagent_newpost")
 
 
@@ -114,13 +125,14 @@ def add_chunks(conn: Any, kb: str, chunk_ids: list[int]) -> None:
 
 
 def rebuild(conn: Any, kb: str) -> None:
-    """Cut every block of KB ``kb`` again from its postings (a KB built before them)."""
+    """Cut every block of KB ``kb`` again from its postings (a KB built before them), in
+    segments of :data:`BULK_SEGMENT`."""
     conn.execute("DELETE FROM kbagent_blocks WHERE kb = %s", (kb,))
     conn.execute(NEWPOST)
     conn.execute("INSERT INTO kbagent_newpost SELECT p.term, c.groups, p.chunk_id, p.tf, "
                  "p.n_tokens FROM kbagent_chunks c JOIN kbagent_postings p ON p.kb = c.kb "
                  "AND p.chunk_id = c.id WHERE c.kb = %s", (kb,))
-    add_postings(conn, kb)
+    add_postings(conn, kb, BULK_SEGMENT)
 
 
 def remove_docs(conn: Any, kb: str, doc_ids: list[int]) -> None:

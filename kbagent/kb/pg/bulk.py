@@ -115,8 +115,9 @@ def write_chunks(conn: Any, kb: str, pending: list[Pending], doc_ids: list[int],
         conn.execute("INSERT INTO kbagent_newpost SELECT u.term, t.groups, t.chunk_id, u.tf, "
                      "t.n_tokens FROM kbagent_bulk_tf t CROSS JOIN LATERAL "
                      "unnest(t.terms, t.tfs) AS u(term, tf)")
-        bm25_blocks.add_postings(conn, kb)  # the BM25 blocks (last segments cut again)
         conn.execute("TRUNCATE kbagent_bulk_tf")
+    # the BM25 blocks, cut once for the whole load (chains' last segments cut again)
+    bm25_blocks.add_postings(conn, kb, bm25_blocks.BULK_SEGMENT)
     conn.execute("INSERT INTO kbagent_terms(kb, term, groups, df) SELECT %s, term, groups, "
                  "sum(df) FROM kbagent_bulk_df GROUP BY term, groups "
                  "ON CONFLICT (kb, term, groups) DO UPDATE "
