@@ -77,27 +77,44 @@ def same_top(fast: list[Any], slow: list[Any]) -> bool:
                for f, s in zip(fast, slow, strict=True))
 
 
-def build(args: argparse.Namespace, dsn: str, work: Path) -> tuple[Settings, dict[str, Any]]:
-    from bench_pg_bulk import _link, corpus_pool, disk
+def build(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
+          ) -> tuple[Settings, dict[str, Any]]:
+    """The corpus ingested through the bulk path, or, with ``--keep``, the build a
+    previous run left there (its figures read back)."""
+    from bench_pg_bulk import TimedEmbedder, _link, client_cpu, corpus_pool, disk, server_cpu
 
     from kbagent.kb.pg.ingest import PgIngestor
 
     settings = Settings.load(home=work / "home", bm25_first_chunks=0)
+    built = work / "build.json"
+    if built.is_file():
+        info = json.loads(built.read_text())
+        log(f"reusing the build in {work}: {info}")
+        return settings, info
     pool, plan = corpus_pool(args, settings)
     src = work / "src"
     _link(pool, src, plan)
     (src / ".kbaccess").write_text("r1/** hr\n", encoding="utf-8")
     log(f"ingesting {len(plan)} files (bulk path)")
     load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    ing = PgIngestor(settings, "big", dsn, embedder=HashEmbedder())
+    emb = TimedEmbedder()
+    c0, s0, t0 = client_cpu(), server_cpu(server), time.perf_counter()
+    ing = PgIngestor(settings, "big", dsn, embedder=emb)
     rep = ing.run(src)
-    info = {"chunks": rep.chunks_total, "bulk": ing.loaded_in_bulk,
-            "ingest_s": round(time.perf_counter() - t0, 1), "load_before": round(load, 2)}
+    wall = time.perf_counter() - t0
+    cpu_c, cpu_s = client_cpu() - c0 - emb.seconds, server_cpu(server) - s0
+    info = {"chunks": rep.chunks_total, "bulk": ing.loaded_in_bulk, "ingest_s": round(wall, 1),
+            "embed_s": round(emb.seconds, 1), "client_cpu_s": round(cpu_c, 1),
+            "server_cpu_s": round(cpu_s, 1),
+            "cpu_s_per_1k": round((cpu_c + cpu_s) / rep.chunks_total * 1000, 2),
+            "wall_s_per_1k": round((wall - emb.seconds) / rep.chunks_total * 1000, 2),
+            "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2)}
     d = disk(dsn)
-    info["disk_mb"] = {k: round(v["total"] / 1e6, 1) for k, v in d.items()
-                       if k in ("kbagent_postings", "kbagent_blocks", "kbagent_chunks",
-                                "database")}
+    info["disk_mb"] = {k: round(v["total"] / 1e6, 1) for k, v in d.items()}
+    info["disk_detail_mb"] = {k: {f: round(b / 1e6, 1) for f, b in v.items()}
+                              for k, v in d.items() if k.startswith("kbagent_")}
+    if args.keep:
+        built.write_text(json.dumps(info))
     log(f"built: {info}")
     return settings, info
 
@@ -149,9 +166,11 @@ def section_latency(args: argparse.Namespace, server: PgServer, dsn: str, work: 
     from kbagent.kb.access import allowed_tokens
     from kbagent.kb.stores import open_kb
 
-    settings, info = build(args, dsn, work)
-    kb = open_kb(settings, "big")
+    settings, info = build(args, server, dsn, work)
     out: dict[str, Any] = {"build": info}
+    if args.build_only:
+        return out
+    kb = open_kb(settings, "big")
     if args.fts:
         t0 = time.perf_counter()
         kb.conn.execute("CREATE TABLE kbagent_fts AS SELECT id, groups, to_tsvector('english', "
@@ -200,6 +219,10 @@ def section_latency(args: argparse.Namespace, server: PgServer, dsn: str, work: 
                 kb.fast_bm25 = True
                 exact = [g[0] for g in kb.search_evidence(q, "bm25", None, 10, who)]
                 row["fts_recall10"] = len(set(top) & set(exact)) / max(len(exact), 1)
+            if who is ANONYMOUS:  # the access probe: round 1 is readable by hr only
+                row["restricted_seen"] = sum(
+                    1 for h in kb.search_evidence(q, "hybrid", vec, DEPTH, who)
+                    if kb.store.chunks([h[0]])[h[0]].path.startswith("r1/"))
             rows.append(row)
         if i % 20 == 0:
             log(f"{i}/{len(queries)} queries")
@@ -228,6 +251,8 @@ def summarize(rows: list[dict[str, Any]], fts: bool) -> list[dict[str, Any]]:
             s[f"{mode}_ratio"] = tuple(round(s[f"{mode}_new"][j] / s[f"{mode}_old"][j], 3)
                                        for j in (0, 1))
         s["blocks_read_p50"] = pct([r["blocks_read"] for r in rs], 50)
+        s["blocks_read_max"] = max(r["blocks_read"] for r in rs)
+        s["restricted_seen"] = sum(r.get("restricted_seen", 0) for r in rs)
         if fts:
             rs = [r for r in rs if "fts_ms" in r]
             vals = [r["fts_ms"] for r in rs]
@@ -277,16 +302,16 @@ def print_latency(res: dict[str, Any]) -> None:
     print(json.dumps(res["build"]))
     fts = "fts" in res["summary"][0]
     print("| queries | caller | n | exact | bm25 old p50/p95 | bm25 new p50/p95 | new/old | "
-          "hybrid old | hybrid new | new/old | blocks read p50 |"
+          "hybrid old | hybrid new | new/old | blocks read p50 / max | restricted seen |"
           + (" FTS+rescore p50/p95 | FTS recall@10 |" if fts else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if fts else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if fts else ""))
     for s in res["summary"]:
         line = (f"| {s['queries']} | {s['caller']} | {s['n']} | {s['exact']}/{s['n']} | "
                 f"{s['bm25_old'][0]} / {s['bm25_old'][1]} | {s['bm25_new'][0]} / "
                 f"{s['bm25_new'][1]} | {s['bm25_ratio'][0]}x / {s['bm25_ratio'][1]}x | "
                 f"{s['hybrid_old'][0]} / {s['hybrid_old'][1]} | {s['hybrid_new'][0]} / "
                 f"{s['hybrid_new'][1]} | {s['hybrid_ratio'][0]}x / {s['hybrid_ratio'][1]}x | "
-                f"{s['blocks_read_p50']} |")
+                f"{s['blocks_read_p50']} / {s['blocks_read_max']} | {s['restricted_seen']} |")
         if fts:
             line += f" {s['fts'][0]} / {s['fts'][1]} (n={s['fts_n']}) | {s['fts_recall10']} |"
         print(line)
@@ -302,24 +327,36 @@ def main() -> None:
     ap.add_argument("--fts-every", type=int, default=4, help="FTS on every n-th query")
     ap.add_argument("--sets", default="nfcorpus,scifact", help="ndcg: BEIR sets")
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--keep", type=Path, help="latency: build once in this folder (server, "
+                    "home, source links) and reuse the build on later runs")
+    ap.add_argument("--port", type=int, default=54329, help="--keep: the kept server's port")
+    ap.add_argument("--build-only", action="store_true", help="latency: build, then stop")
     args = ap.parse_args()
     if not args.data.is_dir():
         args.data = Path("/work/shared/data")
-    server = PgServer()
+    if args.keep:  # a server in a kept folder, on a fixed port (the registry names it)
+        from pg_scale import KeptPg
+
+        server: PgServer = KeptPg(args.keep.resolve() / "pg", args.port)
+    else:
+        server = PgServer()
     dsn = server.start()
     results: dict[str, Any] = {"load_avg_start": [round(x, 2) for x in os.getloadavg()],
                                "cpus": os.cpu_count(), "nice": os.nice(0)}
+    fn = section_latency if args.section == "latency" else section_ndcg
     try:
-        with tempfile.TemporaryDirectory(prefix="bench_pg_bm25_") as tmp:
-            fn = section_latency if args.section == "latency" else section_ndcg
-            results[args.section] = fn(args, server, dsn, Path(tmp))
+        if args.keep:
+            results[args.section] = fn(args, server, dsn, args.keep.resolve())
+        else:
+            with tempfile.TemporaryDirectory(prefix="bench_pg_bm25_") as tmp:
+                results[args.section] = fn(args, server, dsn, Path(tmp))
     finally:
         server.stop()
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT.mkdir(parents=True, exist_ok=True)
     name = f"pg_bm25_{args.section}" + (f"_{args.size}" if args.section == "latency" else "")
     (OUT / f"{name}.json").write_text(json.dumps(results, indent=2))
-    if args.section == "latency":
+    if args.section == "latency" and not args.build_only:
         print_latency(results["latency"])
     else:
         print(json.dumps(results, indent=2))
