@@ -167,6 +167,20 @@ def test_model_name_on_ask_when_not_installed_says_how_to_get_it(sample_settings
 
 
 @pytest.mark.slow
+def test_one_default_when_two_names_are_one_file(kb_home: Path) -> None:
+    """A model installed as a link to the bundled file is listed, and only the name
+    ``llm_model`` means is marked the default."""
+    source = bundled_path()
+    assert source is not None
+    (kb_home / "models").mkdir(parents=True)
+    (kb_home / "models" / "same-file.gguf").symlink_to(source)
+    rows = listed()
+    assert {"same-file", "smollm2-135m"} <= {r["name"] for r in rows if r["installed"]}
+    assert [r["name"] for r in rows if r["default"]] == ["smollm2-135m"]
+    runner.invoke(app, ["models", "default", "same-file"])
+    assert [r["name"] for r in listed() if r["default"]] == ["same-file"]
+
+
 def test_model_name_loads_the_installed_file(kb_home: Path) -> None:
     """``llm_model = NAME`` (what ``--model NAME`` sets) loads the installed GGUF."""
     from kbagent.agent.llm.llama import LlamaCppLLM

@@ -43,17 +43,24 @@ def _store(ctx: typer.Context) -> tuple[Settings, ModelStore]:
     return settings, ModelStore(settings.home)
 
 
+def _default_name(settings: Settings, store: ModelStore) -> str:
+    """The name (or path) the settings' ``llm_model`` means, ``auto`` resolved."""
+    from kbagent.models.catalogue import AUTO, BUNDLED_NAME
+
+    value = settings.llm_model
+    value = store.auto_choice() if value == AUTO else value
+    return BUNDLED_NAME if value in ("", "bundled") else value
+
+
 def _default_path(settings: Settings, store: ModelStore) -> Path | None:
     """The file the settings' ``llm_model`` names (None: a server, or it does not resolve)."""
-    from kbagent.models.catalogue import AUTO, BUNDLED_NAME
+    from kbagent.models.catalogue import BUNDLED_NAME
 
     if settings.llm_url:
         return None
-    value = settings.llm_model
     try:
-        if value == AUTO:
-            value = store.auto_choice()
-        if value in ("", "bundled"):
+        value = _default_name(settings, store)
+        if value == BUNDLED_NAME:
             found = store.get(BUNDLED_NAME)
             return found.path.resolve() if found else None
         by_name = store.resolve(value)
@@ -118,7 +125,13 @@ def models_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     names = {m.name for m in installed}
     rows = [_row(m, find(m.name), default) for m in installed]
     rows += [_row(None, e, default) for e in CATALOGUE if e.name not in names]
-    if default is not None and not any(r["default"] for r in rows):
+    marked = [r for r in rows if r["default"]]
+    if len(marked) > 1:  # names for one file (a link): the one llm_model names is it
+        name = _default_name(settings, store)
+        keep = next((r for r in marked if r["name"] == name), marked[0])
+        for r in marked:
+            r["default"] = r is keep
+    if default is not None and not marked:
         rows.insert(0, {**_row(None, None, None), "name": str(default), "installed": True,
                         "default": True, "path": str(default), "source": "path"})
     if as_json:
