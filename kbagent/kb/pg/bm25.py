@@ -44,9 +44,22 @@ import numpy as np
 
 from kbagent.kb.pg.bm25_blocks import K1, VERSION, B
 
-FIRST_BATCH = 16  # blocks fetched by the first scoring round trip; doubled each round
+FIRST_BATCH = 16  # blocks fetched by the first scoring round trip
+GROWTH = 2.0  # each round trip fetches this many times the blocks of the one before
 LOOKUP_MAX = 20_000  # postings looked up at most to complete the candidates' scores
 SLACK = 1 + 1e-9  # bounds are summed: rounded up by this much
+# a block's arrays come as PostgreSQL's binary array form (array_send: a 20-byte header
+# for one dimension, then each element as its 4-byte length and its big-endian value),
+# read without a Python object per posting: at a million chunks a frequent-term query
+# reads thousands of blocks, and parsing their text arrays into lists cost as much as
+# the server's work
+_INT8 = np.dtype([("n", ">i4"), ("v", ">i8")])
+_INT4 = np.dtype([("n", ">i4"), ("v", ">i4")])
+
+
+def _flat(arrays: list[bytes], dtype: np.dtype[Any]) -> np.ndarray:
+    """The values of binary one-dimensional arrays, one after the other."""
+    return np.frombuffer(b"".join(a[20:] for a in arrays), dtype=dtype)["v"]
 
 
 # ------------------------------------------------------------------ search
@@ -69,7 +82,7 @@ JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = q.term AND {ballowed}
 GROUP BY q.i, b.groups
 """
 _FETCH = """
-SELECT k.n, b.ids, b.tfs, b.lens
+SELECT k.n, array_send(b.ids), array_send(b.tfs), array_send(b.lens)
 FROM unnest(%(terms)s::text[], %(groups)s::text[], %(segs)s::bigint[], %(blks)s::int[])
      WITH ORDINALITY AS k(term, g, seg, blk, n)
 JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = k.term AND b.groups = k.g::text[]
@@ -123,20 +136,21 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
     while True:
         take = order[pos:pos + batch]
         pos += len(take)
-        batch *= 2
+        batch = int(batch * GROWTH)
         done[take] = True
         res = execute(sqls["fetch"], {
             **params, "terms": [qterms[c_term[chain[b]]] for b in take],
             "groups": [groups[c_group[chain[b]]] for b in take],
             "segs": [int(seg[b]) for b in take], "blks": [int(blk[b]) for b in take]}).fetchall()
-        for n, ids, tfs, lens in res:
-            c = chain[take[int(n) - 1]]
-            t = c_term[c]
-            ids_l.append(np.asarray(ids, dtype=np.int64))
-            val_l.append(_scores(w[t], np.asarray(tfs, dtype=np.float64),
-                                 np.asarray(lens, dtype=np.float64), avgdl))
-            term_l.append(np.full(len(ids), t))
-            grp_l.append(np.full(len(ids), c_group[c]))
+        if res:  # the batch's blocks as flat arrays, a block's chain repeated per posting
+            cs = chain[take[np.array([int(r[0]) for r in res]) - 1]]
+            per = np.array([(len(r[1]) - 20) // _INT8.itemsize for r in res])
+            t_of = np.repeat(c_term[cs], per)
+            ids_l.append(_flat([r[1] for r in res], _INT8).astype(np.int64))
+            val_l.append(_scores(w[t_of], _flat([r[2] for r in res], _INT4).astype(np.float64),
+                                 _flat([r[3] for r in res], _INT4).astype(np.float64), avgdl))
+            term_l.append(t_of)
+            grp_l.append(np.repeat(c_group[cs], per))
         rest = np.zeros((len(groups), nt))  # best bound left per (group, term)
         left = order[pos:]
         if len(left):
