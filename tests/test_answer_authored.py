@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from kbagent.agent.answer.claims import NOT_IN_KB
 from kbagent.agent.events import Action, Final, ThoughtDelta
 from kbagent.agent.llm.base import Message
@@ -115,10 +117,15 @@ def test_a_corrected_reply_replaces_the_draft(tmp_path: Path) -> None:
     assert final.result.unsupported == []
 
 
-def test_the_model_may_search_again_in_other_words(tmp_path: Path) -> None:
+@pytest.mark.parametrize("asking", [
+    "SEARCH: exponential backoff first retry wait",
+    # the protocol's line after a sentence saying it found nothing: still a request, and
+    # never a sentence of the answer
+    "The sources do not say when it retries. SEARCH: exponential backoff first retry wait",
+])
+def test_the_model_may_search_again_in_other_words(tmp_path: Path, asking: str) -> None:
     right = "The first retry waits 500ms [{n}]."
-    final, llm = _ask(tmp_path, ["SEARCH: exponential backoff first retry wait",
-                                 citing(right, "500ms")],
+    final, llm = _ask(tmp_path, [asking, citing(right, "500ms")],
                       "After a failure, how long before the client tries once more?")
     assert len(llm.calls) == 2
     assert final.result.answer == right.format(n=final.result.sentences[0].cited[0])
@@ -127,21 +134,6 @@ def test_the_model_may_search_again_in_other_words(tmp_path: Path) -> None:
     assert queries[-1] == "exponential backoff first retry wait"
     # the second prompt is built over what both searches gathered
     assert "500ms" in _user_messages(llm)[-1]
-
-
-def test_a_search_request_after_a_sentence_is_a_search_request(tmp_path: Path) -> None:
-    """The protocol's SEARCH: line counts where the model writes it after a sentence
-    saying it found nothing; it never reaches the user as a sentence of the answer."""
-    right = "The first retry waits 500ms [{n}]."
-    final, llm = _ask(tmp_path, ["The sources do not say when it retries. SEARCH: "
-                                 "exponential backoff first retry wait",
-                                 citing(right, "500ms")],
-                      "After a failure, how long before the client tries once more?")
-    assert len(llm.calls) == 2
-    assert final.result.answer == right.format(n=final.result.sentences[0].cited[0])
-    queries = [s.args["query"] for s in final.result.steps
-               if s.action == "kb_search" and s.args]
-    assert queries[-1] == "exponential backoff first retry wait"
 
 
 def test_a_search_request_with_no_search_left_abstains(tmp_path: Path) -> None:
