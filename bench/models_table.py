@@ -117,7 +117,7 @@ def main() -> None:
                     "abst": [bool(NOT_IN_KB.search(r["answer"])) for r in una],
                     "refused": [bool(NOT_IN_KB.search(r["answer"].split(".")[0] + "."))
                                 for r in ans],
-                    "flagged": [r["flagged"] for r in rows],
+                    "flagged": [r.get("flagged", 0) for r in rows],  # older runs: not recorded
                     "claims": [r.get("claim_sentences", 0) for r in rows],
                     "supported": [r.get("supported_claims", 0) for r in rows],
                     "unborne": [unborne(r, KB_DIRS.get(name)) for r in rows],
