@@ -119,6 +119,36 @@ def build(args: argparse.Namespace, server: PgServer, dsn: str, work: Path
     return settings, info
 
 
+def recut(server: PgServer, dsn: str) -> dict[str, Any]:
+    """The blocks cut again by this code (kbagent.kb.pg.bm25_blocks.rebuild, one
+    transaction), as a build with this code's bulk path would cut them: its CPU and
+    the blocks' segments and size before and after."""
+    import psycopg
+    from bench_pg_bulk import client_cpu, server_cpu
+
+    from kbagent.kb.pg import bm25_blocks
+
+    def shape(c: Any) -> dict[str, Any]:
+        n, segs = c.execute("SELECT count(*), count(DISTINCT (term, groups, seg)) FROM "
+                            "kbagent_blocks WHERE kb = 'big'").fetchone()
+        return {"blocks": int(n), "segments": int(segs), "mb": round(int(c.execute(
+            "SELECT pg_total_relation_size('kbagent_blocks')").fetchone()[0]) / 1e6, 1)}
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        out: dict[str, Any] = {"before": shape(c)}
+        log(f"re-cutting the blocks: {out['before']}")
+        c0, s0, t0 = client_cpu(), server_cpu(server), time.perf_counter()
+        with c.transaction():
+            c.execute("SET LOCAL work_mem = '256MB'")
+            bm25_blocks.rebuild(c, "big")
+        out["wall_s"] = round(time.perf_counter() - t0, 1)
+        out["cpu_s"] = round(client_cpu() - c0 + server_cpu(server) - s0, 1)
+        c.execute("VACUUM (FULL, ANALYZE) kbagent_blocks")
+        out["after"] = shape(c)
+    log(f"re-cut: {out}")
+    return out
+
+
 def make_queries(args: argparse.Namespace, kb: Any) -> list[tuple[str, str]]:
     """(kind, text): real questions, then queries of the KB's most frequent terms."""
     from bench_pg import read_jsonl
@@ -168,6 +198,8 @@ def section_latency(args: argparse.Namespace, server: PgServer, dsn: str, work: 
 
     settings, info = build(args, server, dsn, work)
     out: dict[str, Any] = {"build": info}
+    if args.recut:
+        out["recut"] = recut(server, dsn)
     if args.build_only:
         return out
     kb = open_kb(settings, "big")
@@ -331,6 +363,9 @@ def main() -> None:
                     "home, source links) and reuse the build on later runs")
     ap.add_argument("--port", type=int, default=54329, help="--keep: the kept server's port")
     ap.add_argument("--build-only", action="store_true", help="latency: build, then stop")
+    ap.add_argument("--recut", action="store_true",
+                    help="latency: cut the blocks again with this code before measuring")
+    ap.add_argument("--tag", default="", help="a suffix for the JSON file's name")
     args = ap.parse_args()
     if not args.data.is_dir():
         args.data = Path("/work/shared/data")
@@ -355,6 +390,7 @@ def main() -> None:
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT.mkdir(parents=True, exist_ok=True)
     name = f"pg_bm25_{args.section}" + (f"_{args.size}" if args.section == "latency" else "")
+    name += f"_{args.tag}" if args.tag else ""
     (OUT / f"{name}.json").write_text(json.dumps(results, indent=2))
     if args.section == "latency" and not args.build_only:
         print_latency(results["latency"])
