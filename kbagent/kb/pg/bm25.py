@@ -141,7 +141,8 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
         res = execute(sqls["fetch"], {
             **params, "terms": [qterms[c_term[chain[b]]] for b in take],
             "groups": [groups[c_group[chain[b]]] for b in take],
-            "segs": [int(seg[b]) for b in take], "blks": [int(blk[b]) for b in take]}).fetchall()
+            "segs": [int(seg[b]) for b in take], "blks": [int(blk[b]) for b in take]},
+            binary=True).fetchall()  # the arrays' bytes as they are, not hex text
         if res:  # the batch's blocks as flat arrays, a block's chain repeated per posting
             cs = chain[take[np.array([int(r[0]) for r in res]) - 1]]
             per = np.array([(len(r[1]) - 20) // _INT8.itemsize for r in res])
@@ -250,8 +251,8 @@ def search_rows(kb: Any, args: tuple[Any, ...], terms: list[str],
 
     principal, depth = args[4], args[3]
 
-    def run(q: Any, p: Any) -> Any:
-        return kb.conn.execute(q, p, prepare=False)
+    def run(q: Any, p: Any, binary: bool = False) -> Any:
+        return kb.conn.execute(q, p, prepare=False, binary=binary)
 
     def work() -> list[Any]:
         found = top_k(run, statements(kb.name, lambda a: allowed(principal, a)[0]), terms,

@@ -203,7 +203,8 @@ class ReadConnection:
         _close(self._conn)
         self._conn = None
 
-    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None) -> Any:
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None,
+                binary: bool = False) -> Any:
         import psycopg
 
         self._probe()
@@ -212,7 +213,7 @@ class ReadConnection:
                 self._connect()
             conn = self._conn
             try:
-                return conn.execute(query, params, prepare=prepare)
+                return conn.execute(query, params, prepare=prepare, binary=binary)
             except psycopg.OperationalError as e:
                 if isinstance(e, psycopg.errors.SerializationFailure) and not attempt:
                     continue  # a standby cancelled it for a conflict with WAL replay
