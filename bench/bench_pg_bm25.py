@@ -126,7 +126,7 @@ def recut(server: PgServer, dsn: str) -> dict[str, Any]:
     import psycopg
     from bench_pg_bulk import client_cpu, server_cpu
 
-    from kbagent.kb.pg import bm25_blocks
+    from kbagent.kb.pg import bm25_blocks, schema
 
     def shape(c: Any) -> dict[str, Any]:
         n, segs = c.execute("SELECT count(*), count(DISTINCT (term, groups, seg)) FROM "
@@ -138,9 +138,12 @@ def recut(server: PgServer, dsn: str) -> dict[str, Any]:
         out: dict[str, Any] = {"before": shape(c)}
         log(f"re-cutting the blocks: {out['before']}")
         c0, s0, t0 = client_cpu(), server_cpu(server), time.perf_counter()
+        schema.create_schema(c)  # as this code's ingest would: its columns
         with c.transaction():
             c.execute("SET LOCAL work_mem = '256MB'")
             bm25_blocks.rebuild(c, "big")
+            c.execute("UPDATE kbagent_kbs SET manifest = jsonb_set(manifest, %s, to_jsonb(%s)) "
+                      "WHERE kb = 'big'", ([bm25_blocks.MANIFEST_KEY], bm25_blocks.VERSION))
         out["wall_s"] = round(time.perf_counter() - t0, 1)
         out["cpu_s"] = round(client_cpu() - c0 + server_cpu(server) - s0, 1)
         c.execute("VACUUM (FULL, ANALYZE) kbagent_blocks")

@@ -5,18 +5,17 @@ nearly every chunk and terms in a handful), three access-group sets."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kbagent.kb.access import ANONYMOUS, Principal
 from kbagent.kb.pg import bm25, bm25_blocks
 from kbagent.kb.pg.ingest import PgIngestor
 from kbagent.kb.stores import open_kb
+from tests.hash_embedder import HashEmbedder
 from tests.pg_server import serve_or_skip
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
@@ -27,21 +26,6 @@ VOCAB = ["".join("bcdfghjklmnprstvz"[(i * 7 + j * 3) % 17] + "aeiou"[(i + j) % 5
                  for j in range(2 + i % 3)) + "x" + "".join("qwrty"[int(c) % 5] for c in str(i))
          for i in range(1500)]
 ACCESS = "hr/** hr\nexec/** executives\n"
-
-
-class HashEmbedder:
-    """Deterministic pseudo-random unit vectors (BM25 is what is tested)."""
-
-    model_id = "sentence-transformers/all-MiniLM-L6-v2"
-    dim = 384
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).normal(size=self.dim)
-            out[i] = v / np.linalg.norm(v)
-        return out
 
 
 @pytest.fixture(autouse=True)
@@ -160,6 +144,12 @@ def check_blocks(dsn: str, kb: str) -> None:
             "WHERE b.kb = %s AND NOT EXISTS (SELECT 1 FROM unnest(b.ftf, b.flen) f(tf, len) "
             "WHERE f.tf >= u.tf AND f.len <= u.len)", (kb,)).fetchone()[0]
         assert undominated == 0
+        unpacked = c.execute(  # the packed records are the arrays' postings, in id order
+            "SELECT count(*) FROM kbagent_blocks b WHERE b.kb = %s AND b.packed IS DISTINCT "
+            "FROM (SELECT string_agg(int8send(u.id) || int4send(u.tf) || int4send(u.len), "
+            "''::bytea ORDER BY u.id) FROM unnest(b.ids, b.tfs, b.lens) u(id, tf, len))",
+            (kb,)).fetchone()[0]
+        assert unpacked == 0
 
 
 def segments(dsn: str, kb: str, terms: list[str]) -> list[int]:
@@ -190,7 +180,10 @@ def test_fast_bm25_equals_the_exhaustive_statement(settings, tmp_path, pg_dsn, m
     check_blocks(pg_dsn, "fast")
     assert segments(pg_dsn, "fast", kb.lexical.terms(VOCAB[0])) == [
         -(-n // bm25_blocks.BULK_SEGMENT) for n in chain_sizes(pg_dsn, "fast", VOCAB[0], kb)]
-    check_all(kb)
+    check_all(kb)  # the chunks read found through an array over the ids' span
+    with monkeypatch.context() as m:  # and, for ids spanning more, in id order
+        m.setattr(bm25, "DENSE_SPAN", 0)
+        check_all(kb)
     # early termination: a frequent term's top 1 and top 10 read a part of its blocks
     with psycopg.connect(pg_dsn) as c:
         total = c.execute("SELECT count(*) FROM kbagent_blocks WHERE kb = 'fast' AND term = "
@@ -250,16 +243,24 @@ def test_row_and_bulk_paths_cut_the_same_blocks(settings, tmp_path, pg_dsn, monk
     check_blocks(pg_dsn, "rows")
 
 
+@pytest.mark.parametrize("before", ["blocks", "packed"])
 def test_a_kb_built_before_the_blocks_is_read_exhaustively_then_filled(settings, tmp_path,
-                                                                        pg_dsn):
+                                                                        pg_dsn, before):
+    """A KB an older kbagent left without blocks, or with blocks of version 1 (no
+    packed postings), is searched exhaustively until its next ingest cuts them."""
     src = tmp_path / "src"
     write(src, corpus(6, 120))
     (src / ".kbaccess").write_text(ACCESS, encoding="utf-8")
     ingest(settings, "old", pg_dsn, src)
     with psycopg.connect(pg_dsn) as c:  # as an older kbagent left it
-        c.execute("DELETE FROM kbagent_blocks WHERE kb = 'old'")
-        c.execute("UPDATE kbagent_kbs SET manifest = manifest - %s WHERE kb = 'old'",
-                  (bm25_blocks.MANIFEST_KEY,))
+        if before == "blocks":
+            c.execute("DELETE FROM kbagent_blocks WHERE kb = 'old'")
+            c.execute("UPDATE kbagent_kbs SET manifest = manifest - %s WHERE kb = 'old'",
+                      (bm25_blocks.MANIFEST_KEY,))
+        else:
+            c.execute("UPDATE kbagent_blocks SET packed = NULL WHERE kb = 'old'")
+            c.execute("UPDATE kbagent_kbs SET manifest = jsonb_set(manifest, %s, '1') "
+                      "WHERE kb = 'old'", ([bm25_blocks.MANIFEST_KEY],))
     kb = open_kb(settings, "old")
     q = f"{VOCAB[0]} {VOCAB[30]}"
     kb.fast_bm25 = True

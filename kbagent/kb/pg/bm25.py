@@ -14,21 +14,29 @@ computes them.
 
 A search (:func:`top_k`) is a threshold algorithm over blocks (score-at-a-time):
 1. the caller's N, average length and idf per term, as the exhaustive statement
-   computes them (only the group sets the caller may read);
+   computes them (only the group sets the caller may read), and the KB's chunk id range;
 2. the bound of every block of the query terms in the group sets the caller may read
    (``groups && allowed``: the access filter inside the statement);
-3. blocks in decreasing bound order, a batch per round trip (doubling), every
-   posting scored here with the exhaustive statement's float8 operations
-   (:func:`_scores`: the same bits), a chunk's partial score the sum of what was
-   read of it (a lower bound: BM25 term scores are positive);
+3. blocks in decreasing bound order, a batch per round trip (doubling), fetched as runs
+   of each segment's blocks (one index range scan a segment) with their postings packed
+   as bytes; every posting scored here with the exhaustive statement's float8 operations
+   (:func:`_scores`: the same bits), a chunk's partial score the sum of what was read of
+   it (a lower bound: BM25 term scores are positive), kept in rows found through an
+   array over the KB's chunk ids (:class:`~kbagent.kb.pg.bm25_seen.Dense`);
 4. once the k-th best partial score is above what any chunk no block read so far
    holds can reach (the sum over terms of the best bound left in its group set),
    the candidates are the chunks whose partial score plus the best bounds left for
    their missing terms reach it; their missing postings are looked up in
-   ``kbagent_postings`` (one statement), and their exact scores ranked (ties by id).
-   Any other chunk scores below the k-th best: the top k are the exhaustive
-   statement's. A score is its terms' contributions summed in query-term order (the
-   exhaustive statement sums in the order it meets them: the last bit may differ).
+   ``kbagent_postings``, best bound first, a batch a round trip, until every candidate
+   left is exact or bounded below the k-th best (:func:`_complete`), and the exact
+   scores are ranked (ties by id). Any other chunk scores below the k-th best: the top
+   k are the exhaustive statement's. A score is its terms' contributions summed in
+   query-term order (the exhaustive statement sums in the order it meets them: the
+   last bit may differ).
+
+At a million chunks (BENCHMARKS.md, "Issue 47"), a query of several frequent terms
+reads about 4,000 blocks: the packed postings, the range scans, the array over the ids
+and the batched lookups took its search from about 200 to 70-100 ms.
 
 All round trips run in one REPEATABLE READ READ ONLY transaction (one snapshot),
 the final search statement (fusion, chunk rows) included. A KB built before the
@@ -43,23 +51,20 @@ from typing import Any
 import numpy as np
 
 from kbagent.kb.pg.bm25_blocks import K1, VERSION, B
+from kbagent.kb.pg.bm25_seen import Dense, Left, Seen
 
 FIRST_BATCH = 16  # blocks fetched by the first scoring round trip
 GROWTH = 2.0  # each round trip fetches this many times the blocks of the one before
 LOOKUP_MAX = 20_000  # postings looked up at most to complete the candidates' scores
+LOOKUP_BATCH = 2_048  # postings looked up a round trip, best candidates first
+# chunk ids spanning at most this many: the chunks read are found through an array over
+# the span (4 bytes an id, its pages touched as read), not by sorting (bm25_seen.Dense)
+DENSE_SPAN = 1 << 24
 SLACK = 1 + 1e-9  # bounds are summed: rounded up by this much
-# a block's arrays come as PostgreSQL's binary array form (array_send: a 20-byte header
-# for one dimension, then each element as its 4-byte length and its big-endian value),
-# read without a Python object per posting: at a million chunks a frequent-term query
-# reads thousands of blocks, and parsing their text arrays into lists cost as much as
-# the server's work
-_INT8 = np.dtype([("n", ">i4"), ("v", ">i8")])
-_INT4 = np.dtype([("n", ">i4"), ("v", ">i4")])
-
-
-def _flat(arrays: list[bytes], dtype: np.dtype[Any]) -> np.ndarray:
-    """The values of binary one-dimensional arrays, one after the other."""
-    return np.frombuffer(b"".join(a[20:] for a in arrays), dtype=dtype)["v"]
+# a block's postings come as 16-byte big-endian records (bm25_blocks: ``packed``), read
+# without a Python object per posting: at a million chunks a frequent-term query reads
+# thousands of blocks
+_POST = np.dtype([("id", ">i8"), ("tf", ">i4"), ("len", ">i4")])
 
 
 # ------------------------------------------------------------------ search
@@ -69,7 +74,9 @@ WITH st AS (SELECT coalesce(sum(n_chunks), 0)::float8 AS n,
                        / greatest(coalesce(sum(n_chunks), 0), 1), 1e-9) AS avgdl
        FROM kbagent_groupstats g WHERE kb = {kb} AND {gallowed})
 SELECT st.avgdl, t.term, ln(1 + (st.n - sum(t.df) + 0.5) / (sum(t.df) + 0.5)) AS idf,
-       (SELECT manifest->>'bm25_blocks' FROM kbagent_kbs WHERE kb = {kb})
+       (SELECT manifest->>'bm25_blocks' FROM kbagent_kbs WHERE kb = {kb}),
+       (SELECT min(id) FROM kbagent_chunks WHERE kb = {kb}),
+       (SELECT max(id) FROM kbagent_chunks WHERE kb = {kb})
 FROM st LEFT JOIN kbagent_terms t ON t.kb = {kb} AND t.term = ANY(%(terms)s) AND {tallowed}
 GROUP BY t.term, st.n, st.avgdl
 """
@@ -81,17 +88,21 @@ FROM unnest(%(terms)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS q(term, idf
 JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = q.term AND {ballowed}
 GROUP BY q.i, b.groups
 """
+# a batch's blocks by segment: a segment's blocks are read best first, so a batch holds
+# a run of them (blocks from..to: one index range scan, not a probe per block)
 _FETCH = """
-SELECT k.n, array_send(b.ids), array_send(b.tfs), array_send(b.lens)
-FROM unnest(%(terms)s::text[], %(groups)s::text[], %(segs)s::bigint[], %(blks)s::int[])
-     WITH ORDINALITY AS k(term, g, seg, blk, n)
+SELECT k.n, b.blk, b.packed
+FROM unnest(%(terms)s::text[], %(groups)s::text[], %(segs)s::bigint[], %(lo)s::int[],
+            %(hi)s::int[]) WITH ORDINALITY AS k(term, g, seg, lo, hi, n)
 JOIN kbagent_blocks b ON b.kb = {kb} AND b.term = k.term AND b.groups = k.g::text[]
-     AND b.seg = k.seg AND b.blk = k.blk AND {ballowed}
+     AND b.seg = k.seg AND b.blk BETWEEN k.lo AND k.hi AND {ballowed}
 """
-# the postings of the candidates that a term's blocks read so far did not hold
+# the postings of the candidates that a term's blocks read so far did not hold: one
+# probe per (term, chunk) pair, not the cross product of the terms and the chunks
 _LOOKUP = """
-SELECT p.term, p.chunk_id, p.tf, p.n_tokens FROM kbagent_postings p
-WHERE p.kb = {kb} AND p.term = ANY(%(terms)s) AND p.chunk_id = ANY(%(ids)s)
+SELECT k.n, p.tf, p.n_tokens
+FROM unnest(%(terms)s::text[], %(ids)s::bigint[]) WITH ORDINALITY AS k(term, id, n)
+JOIN kbagent_postings p ON p.kb = {kb} AND p.term = k.term AND p.chunk_id = k.id
 """
 
 
@@ -105,7 +116,7 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
     rows = execute(sqls["stats"], {**params, "terms": terms}).fetchall()
     if not rows or rows[0][3] != str(VERSION):
         return None
-    idf = {t: float(w) for _a, t, w, _v in rows if t is not None}
+    idf = {t: float(w) for _a, t, w, *_v in rows if t is not None}
     if not idf:
         return [], [], 0
     avgdl = float(rows[0][0])
@@ -126,71 +137,94 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
     order = np.lexsort((blk, seg, chain, -bound))
     c_group = np.array([gno[r[1]] for r in meta])
     c_term = np.array([int(r[0]) - 1 for r in meta])
-    # the bound of a chain's best block not read yet, as blocks are read in ``order``
-    done = np.zeros(len(order), dtype=bool)
-    ids_l: list[np.ndarray] = []
-    val_l: list[np.ndarray] = []
-    term_l: list[np.ndarray] = []
-    grp_l: list[np.ndarray] = []
+    left = Left(chain[order], bound[order], c_group, c_term, len(groups), nt)
+    lo, hi = int(rows[0][4] or 0), int(rows[0][5] or 0)
+    seen: Seen = (Dense(nt, lo, hi - lo + 1) if hi - lo < DENSE_SPAN else Seen(nt))
+    term_names = np.array(qterms, dtype=object)
+    group_names = np.array(groups, dtype=object)
     pos, batch = 0, FIRST_BATCH
     while True:
         take = order[pos:pos + batch]
         pos += len(take)
         batch = int(batch * GROWTH)
-        done[take] = True
+        take = take[np.lexsort((blk[take], seg[take], chain[take]))]  # by segment, then block
+        first = np.flatnonzero(np.r_[True, (chain[take][1:] != chain[take][:-1])
+                                     | (seg[take][1:] != seg[take][:-1])])
+        last = np.r_[first[1:], len(take)] - 1
+        tc = chain[take[first]]  # one request per segment: its blocks lo..hi
         res = execute(sqls["fetch"], {
-            **params, "terms": [qterms[c_term[chain[b]]] for b in take],
-            "groups": [groups[c_group[chain[b]]] for b in take],
-            "segs": [int(seg[b]) for b in take], "blks": [int(blk[b]) for b in take]},
-            binary=True).fetchall()  # the arrays' bytes as they are, not hex text
-        if res:  # the batch's blocks as flat arrays, a block's chain repeated per posting
-            cs = chain[take[np.array([int(r[0]) for r in res]) - 1]]
-            per = np.array([(len(r[1]) - 20) // _INT8.itemsize for r in res])
+            **params, "terms": term_names[c_term[tc]].tolist(),
+            "groups": group_names[c_group[tc]].tolist(), "segs": seg[take[first]].tolist(),
+            "lo": blk[take[first]].tolist(), "hi": blk[take[last]].tolist()},
+            binary=True).fetchall()  # the packed bytes as they are
+        # a segment's run may pass over a block read before or left for later: not this
+        # batch's, it is dropped
+        got = np.array([(int(r[0]) - 1, int(r[1])) for r in res], dtype=np.int64).reshape(-1, 2)
+        wide = int(blk.max()) + 1
+        ask = np.repeat(np.arange(len(first)), last - first + 1) * wide + blk[take]
+        keep = np.flatnonzero(np.isin(got[:, 0] * wide + got[:, 1], ask))
+        packed = [res[i][2] for i in keep]
+        if packed:  # the batch's postings, a block's chain repeated per posting
+            cs = tc[got[keep, 0]]
+            per = np.array([len(p) // _POST.itemsize for p in packed])
+            recs = np.frombuffer(b"".join(packed), dtype=_POST)
             t_of = np.repeat(c_term[cs], per)
-            ids_l.append(_flat([r[1] for r in res], _INT8).astype(np.int64))
-            val_l.append(_scores(w[t_of], _flat([r[2] for r in res], _INT4).astype(np.float64),
-                                 _flat([r[3] for r in res], _INT4).astype(np.float64), avgdl))
-            term_l.append(t_of)
-            grp_l.append(np.repeat(c_group[cs], per))
-        rest = np.zeros((len(groups), nt))  # best bound left per (group, term)
-        left = order[pos:]
-        if len(left):
-            np.maximum.at(rest, (c_group[chain[left]], c_term[chain[left]]), bound[left])
-        uniq, inv = np.unique(np.concatenate(ids_l), return_inverse=True)
-        vals = np.zeros((len(uniq), nt))
-        seen = np.zeros((len(uniq), nt), dtype=bool)
-        terms_a = np.concatenate(term_l)
-        vals[inv, terms_a] = np.concatenate(val_l)
-        seen[inv, terms_a] = True
-        doc_g = np.zeros(len(uniq), dtype=np.int64)
-        doc_g[inv] = np.concatenate(grp_l)
-        partial = _sum(vals)
-        if len(left) == 0:  # every block read: the sums are the scores
-            return (*_best(uniq, partial, depth), pos)
-        if len(uniq) < depth:
+            seen.add(recs["id"].astype(np.int64), t_of, np.repeat(c_group[cs], per),
+                     _scores(w[t_of], recs["tf"].astype(np.float64),
+                             recs["len"].astype(np.float64), avgdl))
+        rest = left.after(pos)  # best bound left per (group, term)
+        ids_s, vals_s, read_s, group_s = seen.view()
+        partial = _sum(vals_s)
+        if pos == len(order):  # every block read: the sums are the scores
+            return (*_best(ids_s, partial, depth), pos)
+        if len(partial) < depth:
             continue
         theta = np.partition(partial, len(partial) - depth)[len(partial) - depth]
         if rest.sum(axis=1).max() >= theta:
             continue  # a chunk no block read so far holds could still be in the top
-        ub = partial + np.where(seen, 0.0, rest[doc_g]).sum(axis=1)
-        cand = ub >= theta
-        miss = ~seen[cand] & (rest[doc_g[cand]] > 0)
+        ub = partial.copy()  # plus the best left of each term not read
+        for t in range(nt):
+            ub += np.where(read_s[:, t], 0.0, rest[group_s, t] if len(rest) > 1 else rest[0, t])
+        cand = np.flatnonzero(ub >= theta)
+        miss = ~read_s[cand] & (rest[group_s[cand]] > 0)
         if miss.sum() > LOOKUP_MAX:
             continue  # too many postings to look up: read more blocks first
-        ids_c, vals_c = uniq[cand], vals[cand]
-        need = np.flatnonzero(miss.any(axis=0))
-        if len(need):
-            found = execute(sqls["lookup"], {"terms": [qterms[t] for t in need],
-                                             "ids": [int(i) for i in ids_c[miss.any(axis=1)]]}
-                            ).fetchall()
-            row = {int(i): n for n, i in enumerate(ids_c)}
-            col = {qterms[t]: t for t in need}
-            for term, cid, tf, ln in found:
-                t = col[term]
-                r = row[int(cid)]
-                if miss[r, t]:
-                    vals_c[r, t] = _scores(w[t], np.float64(tf), np.float64(ln), avgdl)
-        return (*_best(ids_c, _sum(vals_c), depth), pos)
+        ids_c, vals_c = ids_s[cand], vals_s[cand]
+        low = _complete(execute, sqls["lookup"], term_names, ids_c, vals_c, miss, ub[cand],
+                        depth, lambda t, tf, ln: _scores(w[t], tf, ln, avgdl))
+        return (*_best(ids_c, low, depth), pos)
+
+
+def _complete(execute: Callable[..., Any], lookup: Any, term_names: np.ndarray,
+              ids: np.ndarray, vals: np.ndarray, miss: np.ndarray, ub: np.ndarray, depth: int,
+              score: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+              ) -> np.ndarray:
+    """The candidates' scores, exact for every one that can still be in the top
+    ``depth``: their missing postings (``miss``: candidate x term) looked up best upper
+    bound (``ub``) first, a batch a round trip; after each batch the ``depth``-th best
+    score known (exact, or a partial sum: a lower bound) rises, and a candidate whose
+    bound falls below it needs no lookup. ``vals`` (candidate x term) is filled in."""
+    low = _sum(vals)
+    todo = np.argsort(-ub, kind="stable")
+    todo = todo[miss[todo].any(axis=1)]
+    ub = ub.copy()
+    while len(todo):
+        theta = np.partition(low, len(low) - depth)[len(low) - depth]
+        todo = todo[ub[todo] >= theta]
+        n = int(np.searchsorted(np.cumsum(miss[todo].sum(axis=1)), LOOKUP_BATCH)) + 1
+        now, todo = todo[:n], todo[n:]
+        r_miss, t_miss = np.nonzero(miss[now])
+        if not len(r_miss):
+            break
+        found = np.array(execute(lookup, {"terms": term_names[t_miss].tolist(),
+                                          "ids": ids[now[r_miss]].tolist()}).fetchall(),
+                         dtype=np.int64).reshape(-1, 3)
+        at = found[:, 0] - 1  # a chunk may lack a term: then it has no posting of it
+        vals[now[r_miss[at]], t_miss[at]] = score(
+            t_miss[at], found[:, 1].astype(np.float64), found[:, 2].astype(np.float64))
+        low[now] = ub[now] = _sum(vals[now])
+    return low
+
 
 
 def _sum(vals: np.ndarray) -> np.ndarray:
@@ -206,7 +240,7 @@ def _best(ids: np.ndarray, scores: np.ndarray, depth: int) -> tuple[list[int], l
     return [int(i) for i in ids[best]], [float(s) for s in scores[best]]
 
 
-def _scores(idf: float, tf: Any, length: Any, avgdl: float) -> Any:
+def _scores(idf: Any, tf: Any, length: Any, avgdl: float) -> Any:
     """The exhaustive statement's ``idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len /
     avgdl))``, operation by operation in float8 as the server evaluates it (its numeric
     constants 1 - 0.75 and 0.75 * len are exact): the same bits."""

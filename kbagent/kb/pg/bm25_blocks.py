@@ -34,7 +34,7 @@ SEGMENT = 32 * BLOCK  # postings per segment (a chain's id range, its blocks by 
 # holding a deleted chunk.
 BULK_SEGMENT = 256 * BLOCK
 IMPACT_AVGDL = 100.0  # the average length a segment's postings are ordered at
-VERSION = 1
+VERSION = 2  # 2: the packed postings (a KB cut before them is cut again)
 MANIFEST_KEY = "bm25_blocks"
 NEWPOST = ("CREATE TEMP TABLE IF NOT EXISTS kbagent_newpost(term text, groups text[], "
            "chunk_id bigint, tf integer, n_tokens integer) ON COMMIT DROP")
@@ -47,11 +47,13 @@ def _cut(source: str) -> str:
     length) frontiers."""
     frontier = "FILTER (WHERE above IS NULL OR tf > above)"
     return f"""INSERT INTO kbagent_blocks(kb, term, groups, seg, seg_hi, blk, ftf, flen, ids,
-                           tfs, lens)
+                           tfs, lens, packed)
 SELECT %(kb)s, term, groups, seg, seg_hi, blk,
        array_agg(tf ORDER BY n_tokens) {frontier}, array_agg(n_tokens ORDER BY n_tokens)
        {frontier}, array_agg(chunk_id ORDER BY chunk_id), array_agg(tf ORDER BY chunk_id),
-       array_agg(n_tokens ORDER BY chunk_id)
+       array_agg(n_tokens ORDER BY chunk_id),
+       string_agg(int8send(chunk_id) || int4send(tf) || int4send(n_tokens), ''::bytea
+                  ORDER BY chunk_id)
 FROM (SELECT *, max(tf) OVER (PARTITION BY term, groups, seg, blk ORDER BY n_tokens, tf DESC
                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS above
       FROM ({source}) s) f

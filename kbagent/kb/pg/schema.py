@@ -108,8 +108,15 @@ CREATE TABLE IF NOT EXISTS kbagent_blocks(
     ids bigint[] NOT NULL,
     tfs integer[] NOT NULL,
     lens integer[] NOT NULL,
+    -- the same postings as 16-byte records (id int8, tf int4, length int4, big-endian),
+    -- what a search reads: bytes the client takes as they are (array elements are sent
+    -- one by one: three times the server's time at a million chunks)
+    packed bytea,
     PRIMARY KEY (kb, term, groups, seg, blk) INCLUDE (seg_hi, ftf, flen)
 );
+-- a database made before the packed postings (their KBs read exhaustively until their
+-- next ingest cuts their blocks again: kbagent.kb.pg.bm25_blocks.VERSION)
+ALTER TABLE kbagent_blocks ADD COLUMN IF NOT EXISTS packed bytea;
 -- chunk count and total length per access-group set (a caller's N and average length)
 CREATE TABLE IF NOT EXISTS kbagent_groupstats(
     kb text NOT NULL,
