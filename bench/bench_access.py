@@ -53,7 +53,6 @@ Results: a table on stdout and JSON in ``bench/out/access_results.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -80,25 +79,11 @@ from kbagent.kb.ingest import Ingestor  # noqa: E402
 from kbagent.kb.knowledge_base import KnowledgeBase  # noqa: E402
 from kbagent.kb.search import HybridSearcher  # noqa: E402
 from kbagent.settings import Settings  # noqa: E402
+from tests.hash_embedder import HashEmbedder  # noqa: E402
 
 OUT_DIR = ROOT / "bench" / "out"
 DIM = 384
 MODES = ("bm25", "vector", "hybrid")
-
-
-class HashEmbedder:
-    """Deterministic pseudo-random unit vectors, one per distinct text."""
-
-    model_id = "sentence-transformers/all-MiniLM-L6-v2"
-    dim = DIM
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).normal(size=DIM)
-            out[i] = v / np.linalg.norm(v)
-        return out
 
 
 def log(msg: str) -> None:

@@ -31,7 +31,6 @@ Results: a table on stdout and JSON in ``bench/out/watch_results.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -44,8 +43,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -54,26 +51,12 @@ from kbagent.kb.ingest import Ingestor  # noqa: E402
 from kbagent.kb.watch import FolderWatcher  # noqa: E402
 from kbagent.session import Session  # noqa: E402
 from kbagent.settings import Settings  # noqa: E402
+from tests.hash_embedder import HashEmbedder  # noqa: E402
 
 WORDS = ("cache retry policy latency budget queue shard replica index token window "
          "backoff jitter quota tenant region failover snapshot ledger audit metric "
          "alert rollout canary schema migration vector segment merge compaction").split()
 CLK = os.sysconf("SC_CLK_TCK")
-
-
-class HashEmbedder:
-    """Deterministic pseudo-random unit vectors in the bundled model's space."""
-
-    def __init__(self, model_id: str, dim: int) -> None:
-        self.model_id, self.dim = model_id, dim
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).normal(size=self.dim)
-            out[i] = v / np.linalg.norm(v)
-        return out
 
 
 def build_folder(root: Path, n: int, seed: int = 7) -> None:

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -218,19 +215,10 @@ def test_tools_and_resources_read_stored_text_so_they_see_no_link(settings, tmp_
 # ------------------------------------------------------------------ PostgreSQL
 @pytest.fixture(scope="module")
 def pg_dsn():
-    from tests.pg_server import PgServer, PgUnavailable
+    from tests.pg_server import serve_or_skip
 
     pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[dev]'")
-    try:
-        server = PgServer()
-        dsn = server.start()
-    except (PgUnavailable, OSError, subprocess.SubprocessError) as e:
-        reason = f"PostgreSQL + pgvector could not start, PG link test skipped: {e}"
-        warnings.warn(reason, stacklevel=1)
-        print(f"\n{reason}", file=sys.stderr)
-        pytest.skip(reason)
-    yield dsn
-    server.stop()
+    yield from serve_or_skip("PG link")
 
 
 def test_cli_pg_store_a_link_reaches_no_caller_past_its_target_rules(tmp_path, pg_dsn):
