@@ -54,7 +54,10 @@ _SEARCH = re.compile(r"(?:\A\s*(?i:search)|(?:^|(?<=[.!?]))[ \t]*SEARCH)[ \t]*:[
                      r"(\S[^\n]*)", re.MULTILINE)
 
 AUTHOR_SYSTEM = f"""You answer a question from numbered sources, quoted from documents.
-- State the answer in your first sentence, then add what helps, briefly.
+- State the answer in your first sentence, then add what helps, briefly. Do not begin \
+by repeating the question or the asker's situation.
+- When the answer takes arithmetic, give the result first, then the sources' figures \
+and the calculation.
 - End every sentence with the number of the source that states it, like [2]. Do not \
 write file names or line numbers: the number is enough.
 - Use only what the sources state. Copy names, numbers and settings exactly.
