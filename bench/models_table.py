@@ -6,6 +6,9 @@
     # issue 44's held-out run (bench/out/h12_{model}.json, a2e_bundled: commit a2e64ca)
     .venv/bin/python bench/models_table.py --prefix h12 \
         --set openvswitch=bench/heldout12/questions.jsonl=bench/out/heldout12/openvswitch-doc
+    # the thirteenth (bench/out/h13_{model}.json; 15b_base: commit 81053df)
+    .venv/bin/python bench/models_table.py --prefix h13 \
+        --set ntpsec=bench/heldout13/questions.jsonl=bench/out/heldout13/ntpsec-doc
 
 Besides the scores: claim sentences that pass the support check, and the unflagged ones
 with a figure (digits, thousands separators dropped) that none of their cited chunks
@@ -33,7 +36,10 @@ SETS = {"sample": "tests/data/sample_questions.jsonl", "proftpd": "bench/heldout
         "git": "bench/heldout/questions.jsonl"}
 MODELS = {"a2e_bundled": "SmolLM2-135M (bundled), commit a2e64ca",
           "bundled": "SmolLM2-135M (bundled)", "05b": "Qwen2.5-Coder-0.5B",
-          "15b": "Qwen2.5-Coder-1.5B"}
+          "15b": "Qwen2.5-Coder-1.5B",
+          # issue 44's thirteenth held-out run: before (81053df) and after this session's
+          # prompt change
+          "15b_base": "Qwen2.5-Coder-1.5B, commit 81053df", "15b_new": "Qwen2.5-Coder-1.5B"}
 FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 KB_DIRS: dict[str, Path] = {"sample": ROOT / "sample_kb",
                             "proftpd": ROOT / "bench/out/heldout11/proftpd-doc",
