@@ -184,6 +184,9 @@ def test_fast_bm25_equals_the_exhaustive_statement(settings, tmp_path, pg_dsn, m
     with monkeypatch.context() as m:  # and, for ids spanning more, in id order
         m.setattr(bm25, "DENSE_SPAN", 0)
         check_all(kb)
+    with monkeypatch.context() as m:  # candidates completed a few postings a round trip
+        m.setattr(bm25, "LOOKUP_BATCH", 3)
+        check_all(kb)
     # early termination: a frequent term's top 1 and top 10 read a part of its blocks
     with psycopg.connect(pg_dsn) as c:
         total = c.execute("SELECT count(*) FROM kbagent_blocks WHERE kb = 'fast' AND term = "
