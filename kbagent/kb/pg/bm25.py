@@ -46,12 +46,12 @@ blocks is read with the exhaustive statement until its next ingest fills them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from kbagent.kb.pg.bm25_blocks import K1, VERSION, B
-from kbagent.kb.pg.bm25_seen import Dense, Left, Seen
+from kbagent.kb.pg.bm25_seen import Dense, Left, OutsideSpan, Seen
 
 FIRST_BATCH = 16  # blocks fetched by the first scoring round trip
 GROWTH = 2.0  # each round trip fetches this many times the blocks of the one before
@@ -169,9 +169,15 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
             per = np.array([len(p) // _POST.itemsize for p in packed])
             recs = np.frombuffer(b"".join(packed), dtype=_POST)
             t_of = np.repeat(c_term[cs], per)
-            seen.add(recs["id"].astype(np.int64), t_of, np.repeat(c_group[cs], per),
-                     _scores(w[t_of], recs["tf"].astype(np.float64),
-                             recs["len"].astype(np.float64), avgdl))
+            got_ids, got_groups = recs["id"].astype(np.int64), np.repeat(c_group[cs], per)
+            got_scores = _scores(w[t_of], recs["tf"].astype(np.float64),
+                                 recs["len"].astype(np.float64), avgdl)
+            try:
+                seen.add(got_ids, t_of, got_groups, got_scores)
+            except OutsideSpan:  # the reader moved to another node mid-search (a replica
+                # back, a reconnect): in_snapshot runs the search again; finish this one
+                seen = cast(Dense, seen).sorted()
+                seen.add(got_ids, t_of, got_groups, got_scores)
         rest = left.after(pos)  # best bound left per (group, term)
         ids_s, vals_s, read_s, group_s = seen.view()
         partial = _sum(vals_s)

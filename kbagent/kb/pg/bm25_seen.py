@@ -61,11 +61,17 @@ class Seen:
         return self.ids, self.vals, self.seen, self.group
 
 
+class OutsideSpan(Exception):
+    """A chunk id outside the span a :class:`Dense` was made for."""
+
+
 class Dense(Seen):
     """:class:`Seen` for a KB whose chunk ids span at most ``bm25.DENSE_SPAN``: a
     chunk's row is found through an array over the span (no sorting or searching; the
     rows in the order first read). At a million chunks this is a third of a frequent-term
     search's time saved."""
+
+    GROW = 1 << 14  # rows made room for at least, growing
 
     def __init__(self, n_terms: int, lo: int, span: int) -> None:
         super().__init__(n_terms)
@@ -77,7 +83,8 @@ class Dense(Seen):
             scores: np.ndarray) -> None:
         off = ids - self.lo
         if len(off) and (off.min() < 0 or off.max() >= len(self.row)):  # never wrap around
-            raise ValueError("a BM25 block holds a chunk id outside its KB's chunk ids")
+            raise OutsideSpan(f"chunk ids {int(ids.min())}-{int(ids.max())} outside "
+                              f"{self.lo}-{self.lo + len(self.row) - 1}")
         new = np.flatnonzero(self.row[off] == 0)
         if len(new):  # each new chunk's first posting here (no sort: written, read back)
             self.row[off[new]] = np.arange(1, len(new) + 1)
@@ -85,7 +92,7 @@ class Dense(Seen):
             fresh = off[first]
             end = self.n + len(fresh)
             if end > len(self.ids):  # room for four times as many
-                room = max(4 * end, 1 << 14)
+                room = max(4 * end, self.GROW)
                 self.ids = np.resize(self.ids, room)
                 self.group = np.resize(self.group, room)
                 # np.zeros: pages zeroed as first touched, not all now
@@ -104,3 +111,12 @@ class Dense(Seen):
     def view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         n = self.n
         return self.ids[:n], self.vals[:n], self.seen[:n], self.group[:n]
+
+    def sorted(self) -> Seen:
+        """The same chunks in a :class:`Seen` (id order), for ids outside the span."""
+        ids, vals, seen, group = self.view()
+        order = np.argsort(ids, kind="stable")
+        out = Seen(vals.shape[1])
+        out.ids, out.vals, out.seen, out.group = (ids[order], vals[order], seen[order],
+                                                  group[order])
+        return out
