@@ -321,3 +321,32 @@ def test_an_interrupted_search_leaves_no_snapshot_open(settings, tmp_path, pg_ds
     after = bm25_top(kb, q, 10, ANONYMOUS, True)  # the new generation, not a held snapshot
     assert after != before and after[0][0] not in {i for i, _ in before}
     kb.close()
+
+
+def test_a_database_made_before_the_packed_postings_gets_the_column_once(pg_dsn):
+    """The DDL adds ``packed`` to a database made before it, and takes no lock on the
+    blocks when the column is there (an ALTER TABLE would lock out the searches)."""
+    from kbagent.kb.pg import schema
+
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE IF EXISTS kbagent_before_packed")
+        admin.execute("CREATE DATABASE kbagent_before_packed")
+    dsn = pg_dsn.rsplit("/", 1)[0] + "/kbagent_before_packed"
+    with psycopg.connect(dsn, autocommit=True) as c:
+        schema.create_schema(c)
+        c.execute("ALTER TABLE kbagent_blocks DROP COLUMN packed")
+        c.execute("COMMENT ON TABLE kbagent_kbs IS 'kbagent schema older'")  # as it was left
+        schema.create_schema(c)
+        has = "SELECT count(*) FROM pg_attribute WHERE attrelid = 'kbagent_blocks'::regclass " \
+              "AND attname = 'packed' AND NOT attisdropped"
+        assert c.execute(has).fetchone()[0] == 1
+        c.execute("COMMENT ON TABLE kbagent_kbs IS 'kbagent schema older'")
+        with psycopg.connect(dsn) as other:  # a search's snapshot holds a lock on the blocks
+            other.execute("BEGIN READ ONLY")
+            other.execute("SELECT count(*) FROM kbagent_blocks").fetchone()
+            c.execute("SET lock_timeout = '2s'")
+            schema.create_schema(c)  # the column is there: no ALTER, no wait
+            other.execute("ROLLBACK")
+        assert c.execute(has).fetchone()[0] == 1
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("DROP DATABASE kbagent_before_packed")

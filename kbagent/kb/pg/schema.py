@@ -115,8 +115,14 @@ CREATE TABLE IF NOT EXISTS kbagent_blocks(
     PRIMARY KEY (kb, term, groups, seg, blk) INCLUDE (seg_hi, ftf, flen)
 );
 -- a database made before the packed postings (their KBs read exhaustively until their
--- next ingest cuts their blocks again: kbagent.kb.pg.bm25_blocks.VERSION)
-ALTER TABLE kbagent_blocks ADD COLUMN IF NOT EXISTS packed bytea;
+-- next ingest cuts their blocks again: kbagent.kb.pg.bm25_blocks.VERSION); only then,
+-- since an ALTER TABLE locks out the searches even when the column is there
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'kbagent_blocks'::regclass
+                   AND attname = 'packed' AND NOT attisdropped) THEN
+        ALTER TABLE kbagent_blocks ADD COLUMN packed bytea;
+    END IF;
+END $$;
 -- chunk count and total length per access-group set (a caller's N and average length)
 CREATE TABLE IF NOT EXISTS kbagent_groupstats(
     kb text NOT NULL,
