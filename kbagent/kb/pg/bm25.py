@@ -53,8 +53,7 @@ import numpy as np
 from kbagent.kb.pg.bm25_blocks import K1, VERSION, B
 from kbagent.kb.pg.bm25_seen import Dense, Left, OutsideSpan, Seen
 
-FIRST_BATCH = 16  # blocks fetched by the first scoring round trip
-GROWTH = 2.0  # each round trip fetches this many times the blocks of the one before
+FIRST_BATCH = 16  # blocks fetched by the first scoring round trip; doubled each round
 LOOKUP_MAX = 20_000  # postings looked up at most to complete the candidates' scores
 LOOKUP_BATCH = 2_048  # postings looked up a round trip, best candidates first
 # chunk ids spanning at most this many: the chunks read are found through an array over
@@ -139,14 +138,15 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
     c_term = np.array([int(r[0]) - 1 for r in meta])
     left = Left(chain[order], bound[order], c_group, c_term, len(groups), nt)
     lo, hi = int(rows[0][4] or 0), int(rows[0][5] or 0)
-    seen: Seen = (Dense(nt, lo, hi - lo + 1) if hi - lo < DENSE_SPAN else Seen(nt))
+    seen: Seen = Dense(nt, lo, hi - lo + 1) if hi - lo < DENSE_SPAN else Seen(nt)
     term_names = np.array(qterms, dtype=object)
     group_names = np.array(groups, dtype=object)
+    wide = int(blk.max()) + 1  # a (request, block) pair as one number
     pos, batch = 0, FIRST_BATCH
     while True:
         take = order[pos:pos + batch]
         pos += len(take)
-        batch = int(batch * GROWTH)
+        batch *= 2
         take = take[np.lexsort((blk[take], seg[take], chain[take]))]  # by segment, then block
         first = np.flatnonzero(np.r_[True, (chain[take][1:] != chain[take][:-1])
                                      | (seg[take][1:] != seg[take][:-1])])
@@ -160,7 +160,6 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
         # a segment's run may pass over a block read before or left for later: not this
         # batch's, it is dropped
         got = np.array([(int(r[0]) - 1, int(r[1])) for r in res], dtype=np.int64).reshape(-1, 2)
-        wide = int(blk.max()) + 1
         ask = np.repeat(np.arange(len(first)), last - first + 1) * wide + blk[take]
         keep = np.flatnonzero(np.isin(got[:, 0] * wide + got[:, 1], ask))
         packed = [res[i][2] for i in keep]
@@ -189,8 +188,9 @@ def top_k(execute: Callable[..., Any], sqls: dict[str, Any], terms: list[str], d
         if rest.sum(axis=1).max() >= theta:
             continue  # a chunk no block read so far holds could still be in the top
         ub = partial.copy()  # plus the best left of each term not read
+        one = len(rest) == 1  # one group set (most callers): a number, not an array
         for t in range(nt):
-            ub += np.where(read_s[:, t], 0.0, rest[group_s, t] if len(rest) > 1 else rest[0, t])
+            ub += np.where(read_s[:, t], 0.0, rest[0, t] if one else rest[group_s, t])
         cand = np.flatnonzero(ub >= theta)
         miss = ~read_s[cand] & (rest[group_s[cand]] > 0)
         if miss.sum() > LOOKUP_MAX:
@@ -209,11 +209,11 @@ def _complete(execute: Callable[..., Any], lookup: Any, term_names: np.ndarray,
     ``depth``: their missing postings (``miss``: candidate x term) looked up best upper
     bound (``ub``) first, a batch a round trip; after each batch the ``depth``-th best
     score known (exact, or a partial sum: a lower bound) rises, and a candidate whose
-    bound falls below it needs no lookup. ``vals`` (candidate x term) is filled in."""
+    bound falls below it needs no lookup. ``vals`` (candidate x term) is filled in, and
+    ``ub`` lowered to the exact score of each candidate completed."""
     low = _sum(vals)
     todo = np.argsort(-ub, kind="stable")
     todo = todo[miss[todo].any(axis=1)]
-    ub = ub.copy()
     while len(todo):
         theta = np.partition(low, len(low) - depth)[len(low) - depth]
         todo = todo[ub[todo] >= theta]
