@@ -122,7 +122,7 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
         questions_file: Path = ROOT / "tests/data/sample_questions.jsonl",
         kb_dir: Path = ROOT / "sample_kb", model: str = "",
         partial: Path | None = None, resume: bool = False, short_answer: str = "auto",
-        policies: list[str] | None = None) -> dict:
+        policies: list[str] | None = None, home: Path | None = None) -> dict:
     from kbagent.agent.llm.llama import LlamaCppLLM, resolve_model_path
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -130,7 +130,8 @@ def run(modes: list[str], limit: int, kinds: set[str] | None,
     from kbagent.kb.knowledge_base import KnowledgeBase
     from kbagent.settings import Settings
 
-    home = Path(tempfile.mkdtemp(prefix="kbagent-bench-"))
+    # a kept home: the KB is ingested once, later runs only check the folder again
+    home = home or Path(tempfile.mkdtemp(prefix="kbagent-bench-"))
     settings = Settings.load(home=home)
     embedder = load_embedder()
     kb_name = "sample" if kb_dir == ROOT / "sample_kb" else kb_dir.name
@@ -357,6 +358,9 @@ def main() -> None:
                     "pick, write")
     ap.add_argument("--resume", action="store_true",
                     help="keep the answers in OUT's .partial.json and ask only the rest")
+    ap.add_argument("--home", type=Path, default=None,
+                    help="kbagent home to keep the ingested KB in between runs (default: a "
+                    "new temporary one)")
     ap.add_argument("--summarize", type=Path, default=None,
                     help="print the table of a results file (e.g. the .partial.json of a "
                     "stopped run) and exit")
@@ -381,7 +385,7 @@ def main() -> None:
                set(filter(None, args.ids.split(","))),
                args.questions.resolve(), args.kb_dir.resolve(), args.model,
                args.out.with_suffix(".partial.json"), args.resume, args.short_answer,
-               [p for p in args.policy.split(",") if p])
+               [p for p in args.policy.split(",") if p], args.home)
     args.out.write_text(json.dumps(data, indent=1))
     print()
     print(summarize(data))

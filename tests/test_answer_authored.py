@@ -260,3 +260,60 @@ def test_a_reply_cut_at_its_token_limit_is_told_so_and_its_cut_sentence_flagged(
     assert last.supported is False and not last.text.rstrip().endswith(".")
     assert final.result.sentences[0].supported is True
     assert final.result.unsupported == [last.text.strip()]
+
+
+NOTE = "Words of the question that no document of the knowledge base contains:"
+
+
+@pytest.mark.parametrize(("question", "never"), [
+    # the subject the KB never mentions is named to the model, with the possessive off
+    ("Does the pool keep Google's Roughtime connections?", "“Google”, “Roughtime”"),
+    # a plural whose singular is there is mentioned ("pools": "pool"), and stop words,
+    # contractions and short words are not words to check
+    ("Why don't pools keep Roughtime connections by default?", "“Roughtime”"),
+])
+def test_the_model_is_told_the_questions_words_the_kb_never_mentions(
+        tmp_path: Path, question: str, never: str) -> None:
+    final, llm = _ask(tmp_path, [NOT_IN_KB], question)
+    [prompt] = _user_messages(llm)
+    assert f"{NOTE} {never}." in prompt
+    assert prompt.rstrip().endswith(f"Question: {question}")
+    # the model decides: its reply is the answer
+    assert final.result.answer == NOT_IN_KB and final.result.abstained
+
+
+def test_no_note_when_the_kb_mentions_every_word(tmp_path: Path) -> None:
+    _, llm = _ask(tmp_path, ["It keeps 20 keep-alive connections by default [1]."],
+                  "What is the pool's default number of keep-alive connections?")
+    assert NOTE not in _user_messages(llm)[0]
+
+
+def test_a_word_only_a_restricted_document_holds_is_never_mentioned_for_others(
+        tmp_path: Path) -> None:
+    """The note is judged on what the asker may read: a word only in a document the
+    asker may not read is one the knowledge base never mentions, for that asker."""
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.access import Principal
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "pools.md").write_text(POOL, encoding="utf-8")
+    (src / "plans.md").write_text("---\naccess: [executives]\n---\n# Plans\n\n"
+                                  "The pool will speak Roughtime next year.\n", encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+    question = "Does the pool keep Roughtime connections?"
+    prompts = []
+    for principal in (Principal(), Principal(user="ann", groups=frozenset({"executives"}))):
+        llm = ScriptedLLM([NOT_IN_KB])
+        agent = Agent(llm, [KnowledgeBase(settings, "docs")],
+                      AgentConfig(mode="rag", answer_policy="model"), principal=principal)
+        list(agent.run(question))
+        prompts.append(_user_messages(llm)[0])
+    anonymous, executive = prompts
+    assert f"{NOTE} “Roughtime”." in anonymous and "next year" not in anonymous
+    assert NOTE not in executive and "next year" in executive

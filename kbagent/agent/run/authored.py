@@ -18,12 +18,12 @@ answer proper is the checked reply, sentence by sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
-from kbagent.agent.answer.citations import Citation
+from kbagent.agent.answer.citations import STOPWORDS, Citation
 from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
 from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence, same_text
 from kbagent.agent.answer.sentences import cited_numbers
@@ -48,6 +48,10 @@ MAX_SEARCHES = 2  # searches the model may ask for before it must answer
 # 44, session 1", first ten sample questions): the 1.5B writing states the fact first for
 # 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
 MODEL_POLICY_MIN_PARAMS = 1_000_000_000
+# a word of a question: letters, digits and inner dots, dashes, underscores or pluses, of
+# three characters or more; a possessive's "'s" is not part of it ("Google's": Google)
+_WORD = re.compile(r"(?<![\w'’])[A-Za-z][\w.+-]+[A-Za-z0-9+]"
+                   r"(?=(?:['’]s)?(?![\w'’]))")
 # a search request: the reply's first line, or a line or sentence of it that begins
 # with SEARCH: (a model sometimes writes it after a sentence saying it found nothing)
 _SEARCH = re.compile(r"(?:\A\s*(?i:search)|(?:^|(?<=[.!?]))[ \t]*SEARCH)[ \t]*:[ \t]*"
@@ -100,9 +104,10 @@ def ranked_sources(question: str, cites: list[Citation], vectors: SentenceVector
     return [by_n[n] for n in order[:SOURCES]], best[:PASSAGES]
 
 
-def evidence_message(s: RunState, sources: list[Citation], best: list[Scored]) -> str:
-    """The user message: the sources with their locations, the best passages, the
-    question last."""
+def evidence_message(s: RunState, sources: list[Citation], best: list[Scored],
+                     unmentioned: list[str] | None = None) -> str:
+    """The user message: the sources with their locations, the best passages, the words
+    of the question that the knowledge base never mentions, the question last."""
     first = {sc.unit.n: sc.unit.text for sc in reversed(best)}
     locate = s.ledger.locator
     blocks = []
@@ -112,10 +117,32 @@ def evidence_message(s: RunState, sources: list[Citation], best: list[Scored]) -
                       f"{_cut(c.text, first.get(c.n, ''), SOURCE_CHARS)}")
     passages = "\n".join(f'- [{sc.unit.n}] "{sc.unit.text}"' for sc in best)
     notes = ("\n\nCalculations:\n" + "\n".join(s.notes)) if s.notes else ""
+    if unmentioned:
+        notes += ("\n\nWords of the question that no document of the knowledge base "
+                  "contains: " + ", ".join(f"\u201c{w}\u201d" for w in unmentioned) + ".")
     return in_conversation("Sources:\n\n" + "\n\n".join(blocks)
                            + (f"\n\nThe passages that best match the question:\n{passages}"
                               if passages else "") + notes + f"\n\nQuestion: {s.question}",
                            s.context)
+
+
+def unmentioned_words(question: str, sources: list[Citation],
+                      mentions: Callable[[str], bool]) -> list[str]:
+    """The words of ``question`` (not its stop words, not contractions) that no chunk the
+    asker may read holds, in either the form written or without a plural's "s" (checked
+    against the sources shown first, then the whole knowledge base through ``mentions``).
+    The model is told them: a question about a thing the knowledge base never mentions
+    ("Roughtime", "Kubernetes") is one it does not answer, and the model can tell such a
+    subject from a word of the asker's story ("morning"). Nothing is decided here."""
+    shown = " ".join(f"{c.text} {c.path} {c.heading}" for c in sources).lower()
+    out = []
+    for word in dict.fromkeys(_WORD.findall(question)):
+        if word.lower() in STOPWORDS:
+            continue
+        forms = dict.fromkeys([word, re.sub(r"(?<=[a-z])s$", "", word)])
+        if not any(f.lower() in shown or mentions(f) for f in forms):
+            out.append(word)
+    return out
 
 
 def _system(searches_left: int) -> str:
@@ -165,12 +192,15 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     """Compose, search again when asked, check, ask again once. Returns what was
     written (None when the run was stopped) and the next step number."""
     searches = 0
+    never: list[str] | None = None  # the question's words the KB never mentions
     while True:
         sources, best = ranked_sources(s.query, list(s.ledger), vectors)
         if not sources:
             return Authored([SentenceCheck(NOT_IN_KB, ())]), step
+        if never is None:
+            never = unmentioned_words(s.question, sources, partial(_mentions, s))
         s.messages = [Message("system", _system(MAX_SEARCHES - searches)),
-                      Message("user", evidence_message(s, sources, best))]
+                      Message("user", evidence_message(s, sources, best, never))]
         reply = yield from _reply(llm, cancel, s, step, max_tokens)
         if reply is None:
             return None, step
@@ -199,6 +229,11 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     second = checked(again, cited, s.question, max_tokens)
     return Authored(max(second, checks, key=_standing), asked_again=True,
                     searches=searches), step + 2
+
+
+def _mentions(s: RunState, word: str) -> bool:
+    """Does a chunk of the run's KBs that its asker may read hold ``word``?"""
+    return any(kb.mentions(word, s.ctx.principal) for kb in s.ctx.kbs.values())
 
 
 def search_request(reply: str) -> tuple[str, str] | None:
