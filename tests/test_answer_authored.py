@@ -262,7 +262,7 @@ def test_a_reply_cut_at_its_token_limit_is_told_so_and_its_cut_sentence_flagged(
     assert final.result.unsupported == [last.text.strip()]
 
 
-NOTE = "Words of the question that no document of the knowledge base contains:"
+NOTE = "The knowledge base never mentions:"
 
 
 @pytest.mark.parametrize(("question", "never"), [
@@ -317,3 +317,39 @@ def test_a_word_only_a_restricted_document_holds_is_never_mentioned_for_others(
     anonymous, executive = prompts
     assert f"{NOTE} “Roughtime”." in anonymous and "next year" not in anonymous
     assert NOTE not in executive and "next year" in executive
+
+
+def test_a_name_the_kb_never_mentions_does_not_ride_along_on_a_cited_figure(
+        tmp_path: Path) -> None:
+    """The question's own names may be restated beside a figure the cited chunk holds,
+    but not a name no document mentions: that sentence states what no source does. It
+    goes back once with the reason; a reply that then says the KB does not say stands."""
+    question = "How many Roughtime connections does the pool keep by default?"
+    claim = "The pool keeps 20 Roughtime connections by default [{n}]."
+    final, llm = _ask(tmp_path, [citing(claim, "(Defaults 20)"), NOT_IN_KB], question)
+    assert len(llm.calls) == 2
+    said = llm.calls[1]["messages"][-1].content
+    assert ("“Roughtime” is in none of its cited sources [" in said
+            and "no document of the knowledge base mentions it" in said)
+    assert final.result.answer == NOT_IN_KB and final.result.abstained
+    # a name the KB does mention rides along as before ("keep-alive" is in the chunk's
+    # words, `max_keepalive_connections` only in the question)
+    (tmp_path / "again").mkdir()
+    ok = "`max_keepalive_connections` keeps 20 connections by default [{n}]."
+    final, llm = _ask(tmp_path / "again", [citing(ok, "(Defaults 20)")],
+                      "How many connections does `max_keepalive_connections` keep?")
+    assert len(llm.calls) == 1 and final.result.unsupported == []
+
+
+def test_a_draft_stating_a_name_no_document_mentions_does_not_outstand_giving_up(
+        tmp_path: Path) -> None:
+    """A draft with one sentence the check passes and one that states a name of the
+    question no document mentions: the reply that then says the KB does not say is
+    shown (a draft that failed for another reason would stand: test_a_reply_that_gives_
+    up_does_not_replace_a_draft_that_stood_better)."""
+    question = "Does the pool keep Roughtime connections alive by default?"
+    draft = ("The pool keeps 20 keep-alive connections by default [{n}]. "
+             "Roughtime connections are kept alive the same way [{n}].")
+    final, llm = _ask(tmp_path, [citing(draft, "(Defaults 20)"), NOT_IN_KB], question)
+    assert len(llm.calls) == 2
+    assert final.result.answer == NOT_IN_KB and final.result.abstained

@@ -103,6 +103,23 @@ def test_figures_the_question_states_count_as_given() -> None:
     assert check.ok
 
 
+def test_a_question_name_no_document_mentions_does_not_ride_along() -> None:
+    question = "What is the default value of core.fsyncTimeout?"
+    claim = "The default value of core.fsyncTimeout is 120 seconds [1]."
+    [passes] = check_answer(claim, {1: BACKOFF}, question)
+    assert passes.ok  # the question's name rides along beside the chunk's figure
+    [fails] = check_answer(claim, {1: BACKOFF}, question, never=["core.fsyncTimeout"])
+    assert fails.problems == ("“core.fsyncTimeout” is in none of its cited sources [1]: no "
+                              "document of the knowledge base mentions it",)
+    # a word of the question that is no name of the sentence changes nothing
+    [still] = check_answer(claim, {1: BACKOFF}, question, never=["morning"])
+    assert still.ok
+    # nor a plain word of the asker's story, said in passing
+    [passing] = check_answer("Shipped overseas, it waits 120 seconds [1].", {1: BACKOFF},
+                             question, never=["overseas"])
+    assert passing.ok
+
+
 def test_a_digit_and_its_scale_word_are_one_figure() -> None:
     assert [(q.text, q.value) for q in quantities("about 5 million rows, 2.5 thousand more")] \
         == [("5 million", 5e6), ("2.5 thousand", 2500.0)]

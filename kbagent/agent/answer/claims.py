@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kbagent.agent.answer.citations import clean_text
@@ -59,6 +59,8 @@ _PERIOD_FACTORS = ((12, ("year", "annual")), (52, ("year", "annual")),
                    (60, ("hour", "minute")))
 _IDENTIFIER = re.compile(r"(?<![\w./-])(?:--?[a-z][\w-]+|[A-Za-z]\w*_\w+|"
                          r"[\w-]+\.(?:log|conf|cfg|ini|toml|ya?ml|json|txt|py|sh|md))(?![\w-])")
+# a word written as a name: a capital letter, or a digit, dot, underscore or plus inside
+_NAME_SHAPED = re.compile(r"[A-Z]|.[\d._+]")
 _ANY_MARKER = set(range(1, 10_000))  # every marker kept for the check to judge
 _ABRIDGED = re.compile(r";|\.\.\.|…|\[\.\.\.\]")  # where a quotation leaves text out
 
@@ -74,6 +76,8 @@ class SentenceCheck:
     problems: tuple[str, ...] = ()
     derived: tuple[str, ...] = ()
     placed: bool = False  # the model cited nothing; the marker is the check's
+    # names of the question it states that no document the asker may read mentions
+    unmentioned: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -167,6 +171,16 @@ def _holds(evidence: _Evidence, term: str) -> bool:
         re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", evidence.text) for p in parts)
 
 
+def name_shaped(word: str) -> bool:
+    """Is ``word`` written as a name ("Roughtime", "wal_checkpoint_timeout", "v1.2"), not
+    as a plain word ("overseas")?"""
+    return bool(_NAME_SHAPED.search(word))
+
+
+def _whole(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)
+
+
 def _terms(body: str) -> list[str]:
     """The names, quoted or code terms and identifiers a sentence claims (an identifier:
     a word with an underscore, an option with two dashes, a file name with its
@@ -175,12 +189,15 @@ def _terms(body: str) -> list[str]:
     return list(dict.fromkeys(names + _IDENTIFIER.findall(body)))
 
 
-def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
-                 ) -> list[SentenceCheck]:
+def check_answer(answer: str, sources: Mapping[int, str], question: str = "",
+                 never: Collection[str] = ()) -> list[SentenceCheck]:
     """Check every sentence of ``answer`` against ``sources`` (citation number ->
     the chunk's text). A figure or name the question itself states may be restated in a
     sentence that also states something its cited chunks hold ("Since version 3, the
-    cap is 120 seconds"), never stand alone as the sentence's claim.
+    cap is 120 seconds"), never stand alone as the sentence's claim; nor ride along when
+    it holds a word of ``never``, the question's words that no document the asker may
+    read contains ("The default of core.fsyncTimeout is 1000 ms [1]" where the KB never
+    mentions core.fsyncTimeout states what no source does).
 
     A computed figure must come from figures in view: one its cited chunks hold times
     the calendar factor of a period the sentence names, or two figures the same
@@ -196,7 +213,8 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = ""
         placed = False
         if not cites and (n := _holder(body, figures, sources)):
             s, cites, placed = _placed(s, n), (n,), True
-        out.append(replace(_check(s, cites, body, figures, sources, given), placed=placed))
+        out.append(replace(_check(s, cites, body, figures, sources, given, never),
+                           placed=placed))
     return out
 
 
@@ -238,7 +256,8 @@ def _holder(body: str, figures: list[Quantity], sources: Mapping[int, str]) -> i
 
 
 def _check(sentence: str, cites: tuple[int, ...], body: str, figures: list[Quantity],
-           sources: Mapping[int, str], given: _Evidence) -> SentenceCheck:
+           sources: Mapping[int, str], given: _Evidence, never: Collection[str] = ()
+           ) -> SentenceCheck:
     terms = _terms(body)
     if same_text(body).startswith(same_text(NOT_IN_KB).rstrip(".")) and all(
             given.states(q) for q in figures) and all(_holds(given, t) for t in terms):
@@ -246,14 +265,20 @@ def _check(sentence: str, cites: tuple[int, ...], body: str, figures: list[Quant
     if not figures and not terms and not re.search(r"\w", body):
         return SentenceCheck(sentence, cites)  # punctuation, a code fence: states nothing
     problems: list[str] = []
-    unknown = [n for n in cites if n not in sources]
-    problems += [f"it cites [{n}], which is not one of the sources" for n in unknown]
+    # a name of the question that no document mentions, stated here (not a plain word:
+    # "overseas" in the asker's story may be said in passing)
+    unknown = tuple(w for w in never if name_shaped(w) and _whole(w).search(body))
+    absent = [n for n in cites if n not in sources]
+    problems += [f"it cites [{n}], which is not one of the sources" for n in absent]
     known = [n for n in cites if n in sources]
-    if not known:
-        if not unknown:
-            problems.append("it cites no source")
-        return SentenceCheck(sentence, cites, tuple(problems))
     where = ", ".join(f"[{n}]" for n in known)
+    in_none = f"its cited sources {where}" if known else "the sources"
+    problems += [f"\u201c{w}\u201d is in none of {in_none}: no document of the knowledge "
+                 "base mentions it" for w in unknown]
+    if not known:
+        if not absent:
+            problems.append("it cites no source")
+        return SentenceCheck(sentence, cites, tuple(problems), unmentioned=unknown)
     evidence = _Evidence(sources[n] for n in known)
     held = [q for q in figures if evidence.states(q)]
     held_terms = [t for t in terms if _holds(evidence, t)]
@@ -275,9 +300,11 @@ def _check(sentence: str, cites: tuple[int, ...], body: str, figures: list[Quant
         else:
             problems.append(f"the figure {q.text} is in none of its cited sources {where}")
     for term in terms:
-        if term not in held_terms and not (ride and _holds(given, term)):
+        if term not in held_terms and not any(_whole(w).search(term) for w in unknown) \
+                and not (ride and _holds(given, term)):
             problems.append(f"'{term}' is in none of its cited sources {where}")
-    return SentenceCheck(sentence, cites, tuple(problems), tuple(derived))
+    return SentenceCheck(sentence, cites, tuple(problems), tuple(derived),
+                         unmentioned=unknown)
 
 
 def feedback(checks: Sequence[SentenceCheck]) -> str:

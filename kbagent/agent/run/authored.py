@@ -24,7 +24,13 @@ from functools import lru_cache, partial
 from pathlib import Path
 
 from kbagent.agent.answer.citations import STOPWORDS, Citation
-from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
+from kbagent.agent.answer.claims import (
+    NOT_IN_KB,
+    SentenceCheck,
+    check_answer,
+    feedback,
+    name_shaped,
+)
 from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence, same_text
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.units import units_of
@@ -118,8 +124,9 @@ def evidence_message(s: RunState, sources: list[Citation], best: list[Scored],
     passages = "\n".join(f'- [{sc.unit.n}] "{sc.unit.text}"' for sc in best)
     notes = ("\n\nCalculations:\n" + "\n".join(s.notes)) if s.notes else ""
     if unmentioned:
-        notes += ("\n\nWords of the question that no document of the knowledge base "
-                  "contains: " + ", ".join(f"\u201c{w}\u201d" for w in unmentioned) + ".")
+        notes += ("\n\nThe knowledge base never mentions: "
+                  + ", ".join(f"\u201c{w}\u201d" for w in unmentioned)
+                  + f". If the question is about one of these, reply only: {NOT_IN_KB}")
     return in_conversation("Sources:\n\n" + "\n\n".join(blocks)
                            + (f"\n\nThe passages that best match the question:\n{passages}"
                               if passages else "") + notes + f"\n\nQuestion: {s.question}",
@@ -128,16 +135,19 @@ def evidence_message(s: RunState, sources: list[Citation], best: list[Scored],
 
 def unmentioned_words(question: str, sources: list[Citation],
                       mentions: Callable[[str], bool]) -> list[str]:
-    """The words of ``question`` (not its stop words, not contractions) that no chunk the
+    """The names of ``question`` (words written as names: "Roughtime", "Docker",
+    "wal_checkpoint_timeout"; not its stop words, not contractions) that no chunk the
     asker may read holds, in either the form written or without a plural's "s" (checked
     against the sources shown first, then the whole knowledge base through ``mentions``).
     The model is told them: a question about a thing the knowledge base never mentions
-    ("Roughtime", "Kubernetes") is one it does not answer, and the model can tell such a
-    subject from a word of the asker's story ("morning"). Nothing is decided here."""
+    is one it does not answer, and it can tell such a subject from a name in the
+    asker's story ("We're in Germany"); the check does not let a sentence state one.
+    Plain words are left out: told that "shipping" and "overseas" are never mentioned,
+    the 1.5B model refused a question whose answer was there."""
     shown = " ".join(f"{c.text} {c.path} {c.heading}" for c in sources).lower()
     out = []
     for word in dict.fromkeys(_WORD.findall(question)):
-        if word.lower() in STOPWORDS:
+        if word.lower() in STOPWORDS or not name_shaped(word):
             continue
         forms = dict.fromkeys([word, re.sub(r"(?<=[a-z])s$", "", word)])
         if not any(f.lower() in shown or mentions(f) for f in forms):
@@ -172,11 +182,12 @@ class Reply:
     cut: bool = False
 
 
-def checked(reply: Reply, cited: dict[int, str], question: str, max_tokens: int
-            ) -> list[SentenceCheck]:
-    """The checks of a reply; a last sentence the token limit cut off fails as such (it
-    is shown flagged, as written, and the model is told to write a shorter answer)."""
-    checks = check_answer(_answer_of(reply.text), cited, question)
+def checked(reply: Reply, cited: dict[int, str], question: str, max_tokens: int,
+            never: list[str] | None = None) -> list[SentenceCheck]:
+    """The checks of a reply (``never``: the question's words the KB never mentions); a
+    last sentence the token limit cut off fails as such (it is shown flagged, as
+    written, and the model is told to write a shorter answer)."""
+    checks = check_answer(_answer_of(reply.text), cited, question, never or ())
     last = checks[-1] if checks else None
     if reply.cut and last is not None and not last.text.rstrip(" []0123456789").endswith(
             (".", "!", "?", ":")):
@@ -215,7 +226,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     # renders them (a table row as "Driver: ...; Margin impact: 66.2%")
     cited = {c.n: "\n".join([c.raw or c.text] + [u.text for u in units_of(c)])
              for c in sources}
-    checks = checked(reply, cited, s.question, max_tokens)
+    checks = checked(reply, cited, s.question, max_tokens, never)
     said = feedback(checks)
     if not said:
         return Authored(checks, searches=searches), step + 1
@@ -226,7 +237,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         again = None
     if again is None:  # cancelled, out of time or out of room: the checked draft stands
         return (None if cancel.is_set() else Authored(checks, searches=searches)), step + 1
-    second = checked(again, cited, s.question, max_tokens)
+    second = checked(again, cited, s.question, max_tokens, never)
     return Authored(max(second, checks, key=_standing), asked_again=True,
                     searches=searches), step + 2
 
@@ -259,9 +270,13 @@ def _standing(checks: list[SentenceCheck]) -> tuple[bool, int, int]:
     fewest that failed, then the most that passed. The reply asked for again is shown
     unless the first stood better (a model told one sentence failed sometimes gives up
     on the answer it had right: "The knowledge base does not say."; a reply that states
-    what the sources hold and nothing they do not beats a longer one with a failure)."""
+    what the sources hold and nothing they do not beats a longer one with a failure). A
+    reply that states a name of the question no document mentions stands no better than
+    one that says the knowledge base does not say."""
     passed = sum(1 for c in checks if c.ok and c.cites)
-    return passed > 0, -sum(1 for c in checks if not c.ok), passed
+    # a reply that states a name no document mentions cannot be right about it
+    sound = passed > 0 and not any(c.unmentioned for c in checks)
+    return sound, -sum(1 for c in checks if not c.ok), passed
 
 
 def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
