@@ -1,0 +1,49 @@
+"""Cases the harness's stage tests share (tests/test_harness_*.py): citations of a
+chunk's text as a search returns it, and a reference page in Sphinx HTML."""
+
+from __future__ import annotations
+
+from kbagent.agent.answer.citations import Citation
+from tests.agent_runs import cite
+
+
+def raw_citation(text: str, path: str = "reference/tool.html") -> Citation:
+    """A search hit of ``text`` exactly as written (its text not cleaned; the docs KB,
+    score 0.5), the first citation of the run."""
+    return Citation(1, "docs", path, 1, text.count("\n") + 1, text, 0.5, "kb_search",
+                    raw=text)
+
+
+def option_citation(text: str, path: str = "reference/options.html", n: int = 1) -> Citation:
+    """:func:`tests.agent_runs.cite`, from a reference page of options unless ``path``
+    says otherwise."""
+    return cite(text, path, n)
+
+
+def _entry(name: str, kind: str, default: str, legacy: str, description: str) -> str:
+    """One parameter as Sphinx writes it: a heading, a table of one row, a version note
+    and the description (every cell a paragraph of its own)."""
+    head = "".join(f'<th class="head"><p>{h}</p></th>\n'
+                   for h in ("type", "default", "mandatory", "obsolete legacy directive"))
+    cells = "".join(f"<td><p>{v}</p></td>\n" for v in (kind, default, "no", legacy))
+    return (f'<span id="{name}"></span><h4>{name}<a class="headerlink" href="#x">¶</a></h4>\n'
+            f'<table class="parameter-table docutils">\n<thead>\n<tr class="row-odd">{head}'
+            f'</tr>\n</thead>\n<tbody>\n<tr class="row-even">{cells}</tr>\n</tbody>\n</table>\n'
+            f'<div class="versionadded">\n<p><span class="versionmodified added">New in '
+            f"version 8.38.0.</span></p>\n</div>\n<p>{description}</p>\n")
+
+
+# a module's reference page: two parameters, each a table of one row of values with the
+# default, then an Examples section that sets other values ("600", a 30-second timeout)
+FROBD = ("<html><body><h1>omfrob: Frob Output Module</h1>\n<h2>Action Parameters</h2>\n"
+         + _entry("ackTimeout", "integer", "10000", "none",
+                  "Specifies how long frobd must wait for the external program to confirm "
+                  "each message when ackMessages is set to “on”. The value must be "
+                  "expressed in milliseconds.")
+         + _entry("reportInterval", "integer", "300", "none",
+                  "Sets the interval, in seconds, at which frob statistics are reported.")
+         + "<h2>Examples</h2>\n<h3>Report to the frob log</h3>\n"
+         "<p>This loads the module and writes statistics to /var/log/frob in ten minute "
+         "intervals:</p>\n<pre>module(load=\"omfrob\" reportInterval=\"600\")</pre>\n"
+         "<p>If no answer arrives from the program within a 30-second timeout, frobd "
+         "restarts it.</p>\n</body></html>\n")

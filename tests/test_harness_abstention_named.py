@@ -1,0 +1,135 @@
+"""The harness's abstention stage, by what the question names: "The knowledge base does
+not say" because the sources never mention a thing the question asks about (a name
+where a tool goes, a release, a year, an acronym), and not because of a name in the
+story told before the question or a word the pages write in another form
+(``Grounding.silent_reason``, ``Grounding.unmentioned``, ``answer/phrasing.py``).
+Whether the best units cover the question is in test_harness_abstention_coverage.py.
+
+These are the small-model (harness) policy's frozen rules (``answer_policy = harness``;
+docs/architecture.md, "Grounded answers"): each test pins a form of question or document
+that a development set showed, and no new rule is added for a phrasing (issue 44).
+docs/harness-forms.md tells when each rule came and from which set's misses. Constructed
+text only (the programs, options and people are invented; none of it comes from a
+held-out folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbagent.agent.run.loop import Agent, AgentConfig
+from kbagent.kb.knowledge_base import KnowledgeBase
+from tests.agent_runs import ask_one_file, run, silent_reason
+from tests.scripted_llm import ScriptedLLM
+
+
+def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(
+        settings, make_folder, embedder):
+    from kbagent.kb.ingest import Ingestor
+
+    assert not embedder.is_word("prometheus")
+    docs = {"stats.md": ("# Counters\n\nprobestat shows the proxy's counters. You can graph "
+                         "them with munin, or write them to a file every minute.\n")}
+    Ingestor(settings, "stats", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "stats")
+
+    answers = {q: run(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                            AgentConfig(mode="rag", tools="full")), q)[1]
+               for q in ["how do I get the probestat counters into prometheus?",
+                         # guards: a tool the page mentions, an ordinary word there
+                         "how do I graph the probestat counters in munin?",
+                         "how do I write the probestat counters to a file?"]}
+    refused, *guards = answers.values()
+    assert refused.abstained and "never mentions “prometheus”" in refused.answer
+    assert not any("never mentions" in r.answer for r in guards)
+
+
+def test_a_users_wording_after_in_or_on_is_no_tool_name():
+    from kbagent.agent.answer.phrasing import tool_names
+
+    assert tool_names("Can I mount the data volume in read-only mode?") == []
+    assert tool_names("What happens to queued jobs on shutdown?") == []
+    assert tool_names("how do I get the counters into prometheus?") == ["prometheus"]
+
+
+def test_years_of_a_question_may_sit_in_different_chunks(settings, make_folder, embedder):
+    """A question naming two years that two documents state apart ("born ... 1992",
+    "... 2016") is not refused for want of one chunk holding both; a year nothing
+    gathered mentions still is."""
+    from kbagent.kb.ingest import Ingestor
+
+    docs = {"Kai_Mercer.md": ("# Kai Mercer\n\nKai Mercer (born 18 October 1992) is an "
+                              "American professional surfer from Hawaii.\n"),
+            "Ridge_Pro.md": ("# Ridge Pro Lisbon\n\nThe Ridge Pro Lisbon is a surfing "
+                             "contest. The Ridge Pro Lisbon 2016 was won by Kai Mercer.\n")}
+    Ingestor(settings, "surf", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "surf")
+
+    def ask(question: str):
+        return run(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                         AgentConfig(mode="rag", tools="full")), question)[1]
+
+    answered = ask("Which American surfer born in October 1992 won the Ridge Pro Lisbon 2016?")
+    assert not answered.abstained
+    assert ask("Which surfer won the Ridge Pro Lisbon 2019?").abstained
+
+
+def test_the_plural_of_an_acronym_is_the_acronym_the_document_writes(tmp_path: Path):
+    text = ("# Frob history\n\nIn June 2007, Petra Valk from Hat Works helped us to create "
+            "RPM files for Fedora.\n\nIn July 2007, Anders Pohl added BSD ports files.\n")
+    final = ask_one_file(tmp_path, "history.md", text,
+                 "Who from Hat Works helped create the first Fedora RPMs of frob?")
+    assert not final.result.abstained
+    assert final.result.short_answer.startswith("Petra Valk")
+
+
+FROBD_PAGES = {
+    "cache.html": "Frobd keeps a session cache. frob_cache_timeout (default: 3600s): How "
+                  "long Frobd keeps a session in its cache, at most 100 days.",
+    "queue.html": "Frobd queues mail it cannot deliver at once in the deferred queue.",
+    "tls.html": "Frobd speaks TLS 1.2 and 1.3 when the peer offers it.",
+}
+
+
+def _silent(question: str) -> str | None:
+    """Why the three Frobd pages do not answer ``question`` (None: they may)."""
+    return silent_reason(FROBD_PAGES, question)
+
+
+def test_the_release_of_the_documented_program_need_not_be_in_the_pages() -> None:
+    assert _silent("How long does Frobd 3.7 keep a session in its cache by default?") is None
+    # a release number of something else still has to be found ("ticket 3.7")
+    assert _silent("How long does the Quux 3.7 appliance keep a session in its cache by "
+                   "default?") is not None
+
+
+def test_a_question_about_the_release_itself_needs_it_in_the_pages() -> None:
+    assert _silent("What changed in Frobd 3.7 about the session cache?") is not None
+
+
+def test_a_name_in_the_story_before_the_question_is_no_reason_to_refuse() -> None:
+    assert _silent("We're in Germany and our sessions vanish too soon. How long does "
+                   "Frobd keep a session in its cache by default?") is None
+
+
+def test_an_acronym_in_the_story_is_not_what_is_asked() -> None:
+    pages = {"prefs.md": "You can also pass preference names to Frob and TFrob on the "
+                         "command line. For example, the gui.prepend_window_title can be "
+                         "used to differentiate between different instances of Frob."}
+    q = ("I run two copies of Frob side by side, one on the office LAN and one on the "
+         "DMZ, and I keep mixing up their windows. Which preference can I pass with -o "
+         "to label each one?")
+    assert silent_reason(pages, q) is None
+    # an acronym in the sentence that asks is still looked for
+    assert silent_reason(pages, "Which preference labels the DMZ copy of Frob?") is not None
+
+
+def test_a_part_about_a_thing_never_mentioned_is_not_answered(tmp_path: Path) -> None:
+    page = ("# Platforms\n\nFrob supports macOS 10.13 and later. Frob 2.6 was the last "
+            "release branch to support Mac OS X 10.6 and 10.7. Frob 1.8 was the last "
+            "release branch to support Mac OS X on PowerPC.\n")
+    final = ask_one_file(tmp_path, "platforms.md", page,
+                         "Is there a native build of Frob for Quantum Silicon Macs, and "
+                         "since which version?")
+    assert final.result.abstained, final.result.answer
+    assert "never mentions" in final.result.answer
