@@ -9,6 +9,9 @@
     # the thirteenth (bench/out/h13_{model}.json; 15b_base: commit 81053df)
     .venv/bin/python bench/models_table.py --prefix h13 \
         --set ntpsec=bench/heldout13/questions.jsonl=bench/out/heldout13/ntpsec-doc
+    # the fourteenth (bench/out/h14_{model}.json; 15b_base: commit 60da49a)
+    .venv/bin/python bench/models_table.py --prefix h14 --base 60da49a \
+        --set clang=bench/heldout14/questions.jsonl=bench/out/heldout14/clang-15-doc
 
 Besides the scores: claim sentences that pass the support check, and the unflagged ones
 with a figure (digits, thousands separators dropped) that none of their cited chunks
@@ -37,9 +40,8 @@ SETS = {"sample": "tests/data/sample_questions.jsonl", "proftpd": "bench/heldout
 MODELS = {"a2e_bundled": "SmolLM2-135M (bundled), commit a2e64ca",
           "bundled": "SmolLM2-135M (bundled)", "05b": "Qwen2.5-Coder-0.5B",
           "15b": "Qwen2.5-Coder-1.5B",
-          # issue 44's thirteenth held-out run: before (81053df) and after this session's
-          # prompt change
-          "15b_base": "Qwen2.5-Coder-1.5B, commit 81053df", "15b_new": "Qwen2.5-Coder-1.5B"}
+          # issue 44's held-out runs: before (--base, the commit) and after a session's change
+          "15b_base": "Qwen2.5-Coder-1.5B, commit {base}", "15b_new": "Qwen2.5-Coder-1.5B"}
 FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 KB_DIRS: dict[str, Path] = {"sample": ROOT / "sample_kb",
                             "proftpd": ROOT / "bench/out/heldout11/proftpd-doc",
@@ -98,7 +100,10 @@ def main() -> None:
     ap.add_argument("--prefix", default="models", help="results bench/out/PREFIX_*.json")
     ap.add_argument("--set", action="append", default=[],
                     help="NAME=QUESTIONS.jsonl=KB_DIR (default: issue 46's three sets)")
+    ap.add_argument("--base", default="81053df",
+                    help="the commit the 15b_base results were run on")
     args = ap.parse_args()
+    MODELS["15b_base"] = MODELS["15b_base"].format(base=args.base)
     sets = {n: q for n, q, _ in (x.split("=") for x in args.set)} or SETS
     KB_DIRS.update({n: ROOT / d for n, _, d in (x.split("=") for x in args.set)})
     print("| model | policy | set | fact first | contains gold | unanswerable abstained | "

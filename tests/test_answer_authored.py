@@ -353,3 +353,42 @@ def test_a_draft_stating_a_name_no_document_mentions_does_not_outstand_giving_up
     final, llm = _ask(tmp_path, [citing(draft, "(Defaults 20)"), NOT_IN_KB], question)
     assert len(llm.calls) == 2
     assert final.result.answer == NOT_IN_KB and final.result.abstained
+
+
+KB_TEXT = ("Peter built the first Fedora RPM. Perl compatible regular expressions are "
+           "supported. The pool keeps 20 connections.")
+
+
+def _never(question: str, vocabulary: set[str] | None = None) -> list[str]:
+    from kbagent.agent.run.authored import unmentioned_words
+
+    words = None if vocabulary is None else (lambda w: w in vocabulary)
+    return unmentioned_words(question, [], lambda w: w.lower() in KB_TEXT.lower(), words)
+
+
+@pytest.mark.parametrize(("question", "never"), [
+    ("Does the pool support Google's Roughtime and WireGuard?", ["Google", "Roughtime",
+                                                                "WireGuard"]),
+    # a plural whose singular is there; a compound each of whose parts is there
+    ("Who built the first Fedora RPMs?", []),
+    ("Is a Perl-compatible regex library supported?", []),
+    ("Does Systemd-Timesyncd run?", ["Systemd-Timesyncd"]),
+    # plain lower-case words, said in the asker's story, are no names (nor, so, is a
+    # name written in lower case: the shape of a word is all that is read)
+    ("We ship overseas for export-compliance. What does the pool keep?", []),
+    ("Does systemd-timesyncd run?", []),
+    # identifiers and versions are names, whatever their case
+    ("What is wal_checkpoint_timeout in v1.2?", ["wal_checkpoint_timeout", "v1.2"]),
+])
+def test_the_names_of_a_question_no_document_mentions(question: str, never: list[str]) -> None:
+    assert _never(question) == never
+
+
+def test_a_capital_that_begins_a_sentence_makes_no_name() -> None:
+    vocabulary = {"someone", "roughly"}  # single tokens of the embedder's vocabulary
+    assert _never("Someone asked. Roughly how many connections?", vocabulary) == []
+    # a word spelt in pieces is a name even at a sentence's start
+    assert _never("Kubernetes runs it. Does the pool keep connections?", vocabulary) \
+        == ["Kubernetes"]
+    # without a vocabulary to ask, a sentence's first word is not judged a name
+    assert _never("Kubernetes runs it. Does the pool keep connections?") == []

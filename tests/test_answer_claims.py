@@ -111,13 +111,9 @@ def test_a_question_name_no_document_mentions_does_not_ride_along() -> None:
     [fails] = check_answer(claim, {1: BACKOFF}, question, never=["core.fsyncTimeout"])
     assert fails.problems == ("“core.fsyncTimeout” is in none of its cited sources [1]: no "
                               "document of the knowledge base mentions it",)
-    # a word of the question that is no name of the sentence changes nothing
-    [still] = check_answer(claim, {1: BACKOFF}, question, never=["morning"])
+    # a name the sentence does not state changes nothing
+    [still] = check_answer(claim, {1: BACKOFF}, question, never=["Roughtime"])
     assert still.ok
-    # nor a plain word of the asker's story, said in passing
-    [passing] = check_answer("Shipped overseas, it waits 120 seconds [1].", {1: BACKOFF},
-                             question, never=["overseas"])
-    assert passing.ok
 
 
 def test_a_digit_and_its_scale_word_are_one_figure() -> None:

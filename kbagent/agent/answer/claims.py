@@ -59,8 +59,6 @@ _PERIOD_FACTORS = ((12, ("year", "annual")), (52, ("year", "annual")),
                    (60, ("hour", "minute")))
 _IDENTIFIER = re.compile(r"(?<![\w./-])(?:--?[a-z][\w-]+|[A-Za-z]\w*_\w+|"
                          r"[\w-]+\.(?:log|conf|cfg|ini|toml|ya?ml|json|txt|py|sh|md))(?![\w-])")
-# a word written as a name: a capital letter, or a digit, dot, underscore or plus inside
-_NAME_SHAPED = re.compile(r"[A-Z]|.[\d._+]")
 _ANY_MARKER = set(range(1, 10_000))  # every marker kept for the check to judge
 _ABRIDGED = re.compile(r";|\.\.\.|…|\[\.\.\.\]")  # where a quotation leaves text out
 
@@ -171,12 +169,6 @@ def _holds(evidence: _Evidence, term: str) -> bool:
         re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", evidence.text) for p in parts)
 
 
-def name_shaped(word: str) -> bool:
-    """Is ``word`` written as a name ("Roughtime", "wal_checkpoint_timeout", "v1.2"), not
-    as a plain word ("overseas")?"""
-    return bool(_NAME_SHAPED.search(word))
-
-
 def _whole(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)
 
@@ -194,10 +186,10 @@ def check_answer(answer: str, sources: Mapping[int, str], question: str = "",
     """Check every sentence of ``answer`` against ``sources`` (citation number ->
     the chunk's text). A figure or name the question itself states may be restated in a
     sentence that also states something its cited chunks hold ("Since version 3, the
-    cap is 120 seconds"), never stand alone as the sentence's claim; nor ride along when
-    it holds a word of ``never``, the question's words that no document the asker may
-    read contains ("The default of core.fsyncTimeout is 1000 ms [1]" where the KB never
-    mentions core.fsyncTimeout states what no source does).
+    cap is 120 seconds"), never stand alone as the sentence's claim; and a name of
+    ``never``, the question's names that no document the asker may read contains, is
+    not to be stated at all ("The default of core.fsyncTimeout is 1000 ms [1]", where
+    nothing mentions core.fsyncTimeout, states what no source does).
 
     A computed figure must come from figures in view: one its cited chunks hold times
     the calendar factor of a period the sentence names, or two figures the same
@@ -265,9 +257,8 @@ def _check(sentence: str, cites: tuple[int, ...], body: str, figures: list[Quant
     if not figures and not terms and not re.search(r"\w", body):
         return SentenceCheck(sentence, cites)  # punctuation, a code fence: states nothing
     problems: list[str] = []
-    # a name of the question that no document mentions, stated here (not a plain word:
-    # "overseas" in the asker's story may be said in passing)
-    unknown = tuple(w for w in never if name_shaped(w) and _whole(w).search(body))
+    # a name of the question that no document mentions, stated here
+    unknown = tuple(w for w in never if _whole(w).search(body))
     absent = [n for n in cites if n not in sources]
     problems += [f"it cites [{n}], which is not one of the sources" for n in absent]
     known = [n for n in cites if n in sources]

@@ -24,13 +24,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 
 from kbagent.agent.answer.citations import STOPWORDS, Citation
-from kbagent.agent.answer.claims import (
-    NOT_IN_KB,
-    SentenceCheck,
-    check_answer,
-    feedback,
-    name_shaped,
-)
+from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
 from kbagent.agent.answer.evidence import Scored, SentenceVectors, best_evidence, same_text
 from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.units import units_of
@@ -58,6 +52,9 @@ MODEL_POLICY_MIN_PARAMS = 1_000_000_000
 # three characters or more; a possessive's "'s" is not part of it ("Google's": Google)
 _WORD = re.compile(r"(?<![\w'’])[A-Za-z][\w.+-]+[A-Za-z0-9+]"
                    r"(?=(?:['’]s)?(?![\w'’]))")
+_NAME_SHAPED = re.compile(r"[A-Z]|.[\d._+]")
+# the text before a word that begins a sentence: nothing, or a sentence's end
+_SENTENCE_START = re.compile(r"(?:\A|[.!?:]\s)\s*\Z")
 # a search request: the reply's first line, or a line or sentence of it that begins
 # with SEARCH: (a model sometimes writes it after a sentence saying it found nothing)
 _SEARCH = re.compile(r"(?:\A\s*(?i:search)|(?:^|(?<=[.!?]))[ \t]*SEARCH)[ \t]*:[ \t]*"
@@ -133,26 +130,49 @@ def evidence_message(s: RunState, sources: list[Citation], best: list[Scored],
                            s.context)
 
 
-def unmentioned_words(question: str, sources: list[Citation],
-                      mentions: Callable[[str], bool]) -> list[str]:
-    """The names of ``question`` (words written as names: "Roughtime", "Docker",
-    "wal_checkpoint_timeout"; not its stop words, not contractions) that no chunk the
-    asker may read holds, in either the form written or without a plural's "s" (checked
-    against the sources shown first, then the whole knowledge base through ``mentions``).
+def unmentioned_words(question: str, sources: list[Citation], mentions: Callable[[str], bool],
+                      is_word: Callable[[str], bool | None] | None = None) -> list[str]:
+    """The names of ``question`` that no chunk the asker may read holds (checked against
+    the sources shown first, then the whole knowledge base through ``mentions``).
+
+    A name is a word written as one ("Roughtime", "WireGuard", "wal_checkpoint_timeout",
+    "v1.2"); a capital that only begins a sentence makes none ("Someone keeps ...",
+    "Roughly how many ...") unless the word is no single token of the embedder's
+    vocabulary (``is_word``: "Kubernetes" is spelt in pieces, "Roughly" is one). Not a
+    stop word, not a contraction; a plural is mentioned when its singular is ("RPMs":
+    "RPM"), and a compound when each of its parts is ("Perl-compatible"). Plain
+    lower-case words are left out: told that "shipping" and "overseas" were never
+    mentioned, the 1.5B model refused a question whose answer was there.
+
     The model is told them: a question about a thing the knowledge base never mentions
     is one it does not answer, and it can tell such a subject from a name in the
-    asker's story ("We're in Germany"); the check does not let a sentence state one.
-    Plain words are left out: told that "shipping" and "overseas" are never mentioned,
-    the 1.5B model refused a question whose answer was there."""
+    asker's story ("We're in Germany"); the check does not let a sentence state one."""
     shown = " ".join(f"{c.text} {c.path} {c.heading}" for c in sources).lower()
-    out = []
-    for word in dict.fromkeys(_WORD.findall(question)):
-        if word.lower() in STOPWORDS or not name_shaped(word):
+
+    def held(word: str) -> bool:
+        forms = dict.fromkeys([word, re.sub(r"(?<=[A-Za-z])s$", "", word)])
+        return any(f.lower() in shown or mentions(f) for f in forms)
+
+    out: list[str] = []
+    for m in _WORD.finditer(question):
+        word = m.group()
+        if word in out or word.lower() in STOPWORDS or not _name_like(
+                word, _SENTENCE_START.search(question[:m.start()]) is not None, is_word):
             continue
-        forms = dict.fromkeys([word, re.sub(r"(?<=[a-z])s$", "", word)])
-        if not any(f.lower() in shown or mentions(f) for f in forms):
+        parts = [p for p in word.split("-") if len(p) > 1]
+        if not held(word) and (len(parts) < 2 or not all(held(p) for p in parts)):
             out.append(word)
     return out
+
+
+def _name_like(word: str, at_start: bool, is_word: Callable[[str], bool | None] | None
+               ) -> bool:
+    """Is ``word`` written as a name (a capital letter, or a digit, dot, underscore or plus
+    inside), beyond the capital a sentence begins with?"""
+    if not at_start:
+        return bool(_NAME_SHAPED.search(word))
+    return bool(_NAME_SHAPED.search(word[0].lower() + word[1:])) or (
+        is_word is not None and is_word(word.lower()) is False)
 
 
 def _system(searches_left: int) -> str:
@@ -209,7 +229,8 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         if not sources:
             return Authored([SentenceCheck(NOT_IN_KB, ())]), step
         if never is None:
-            never = unmentioned_words(s.question, sources, partial(_mentions, s))
+            never = unmentioned_words(s.question, sources, partial(_mentions, s),
+                                      getattr(s.ctx.searcher, "is_word", None))
         s.messages = [Message("system", _system(MAX_SEARCHES - searches)),
                       Message("user", evidence_message(s, sources, best, never))]
         reply = yield from _reply(llm, cancel, s, step, max_tokens)
