@@ -74,8 +74,9 @@ def main() -> None:
     for _ in range(args.repeats):
         for t in settings:
             runs[t].append(one(models[t], prompt, args.max_tokens))
-    print(f"model {Path(args.model).name}; prompt {len(models[settings[0]].tokenize(prompt.encode()))}"
-          f" tokens; n_threads_batch {models[settings[0]].context_params.n_threads_batch}")
+    first = models[settings[0]]
+    print(f"model {Path(args.model).name}; prompt {len(first.tokenize(prompt.encode()))} "
+          f"tokens; n_threads_batch {first.context_params.n_threads_batch}")
     print("| n_threads | prompt s | generation s | tokens | tokens/s | generation ratio |")
     print("|---|---|---|---|---|---|")
     base = None

@@ -241,7 +241,7 @@ class Settings(BaseSettings):
     # model has no file): "7B", "1.5B"
     llm_size: Str = D.llm_size
     n_ctx: Int = D.n_ctx
-    n_threads: Int = D.n_threads  # 0 = llama.cpp's default
+    n_threads: Int = D.n_threads  # 0 = one per physical core (kbagent/agent/llm/cpu.py)
     temperature: Float = D.temperature
     seed: Int = D.seed
     max_tokens_per_step: Int = D.max_tokens_per_step  # at least; a step may use more to

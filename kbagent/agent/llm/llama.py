@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message, Request, apply_stop
+from kbagent.agent.llm.cpu import physical_cores
 from kbagent.agent.llm.prefill import prefill, stopper
 
 if TYPE_CHECKING:
@@ -229,7 +230,8 @@ class LlamaCppLLM(LLM):
 
             with model_params_for_this_cpu():  # under _MODELS_LOCK, the only loader
                 return llama_module.Llama(str(path), n_ctx=n_ctx,
-                                          n_threads=n_threads or None, seed=seed, verbose=False)
+                                          n_threads=n_threads or physical_cores(), seed=seed,
+                                          verbose=False)
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise BackendError(f"cannot load model {path}: {e}") from e
 
