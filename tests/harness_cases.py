@@ -1,5 +1,12 @@
 """Cases the harness's stage tests share (tests/test_harness_*.py): citations of a
-chunk's text as a search returns it, and a reference page in Sphinx HTML."""
+chunk's text as a search returns it, and a reference page in Sphinx HTML.
+
+Those tests pin the small-model (harness) policy's frozen rules (``answer_policy =
+harness``; docs/architecture.md, "Grounded answers"): each test pins a form of question or
+document that a development set showed, and no new rule is added for a phrasing (issue
+44). docs/harness-forms.md tells when each rule came and from which set's misses. Their
+text is constructed (the programs, options and people are invented; none of it comes
+from a held-out folder)."""
 
 from __future__ import annotations
 

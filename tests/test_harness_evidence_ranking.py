@@ -2,12 +2,7 @@
 (``answer/evidence.py``: ``score_units``, ``best_evidence``): the question's own phrasing
 word for word, the kind of answer asked for, a default not taken from an example.
 
-These are the small-model (harness) policy's frozen rules (``answer_policy = harness``;
-docs/architecture.md, "Grounded answers"): each test pins a form of question or document
-that a development set showed, and no new rule is added for a phrasing (issue 44).
-docs/harness-forms.md tells when each rule came and from which set's misses. Constructed
-text only (the programs, options and people are invented; none of it comes from a
-held-out folder).
+The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
 
 from __future__ import annotations

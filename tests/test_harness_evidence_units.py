@@ -4,12 +4,7 @@ line (``answer/units.py``): where a sentence ends, which short sentence goes on 
 one before, a list of settings read with the sentence that leads into it. Reference
 entries read with their descriptions are in test_harness_evidence_entries.py.
 
-These are the small-model (harness) policy's frozen rules (``answer_policy = harness``;
-docs/architecture.md, "Grounded answers"): each test pins a form of question or document
-that a development set showed, and no new rule is added for a phrasing (issue 44).
-docs/harness-forms.md tells when each rule came and from which set's misses. Constructed
-text only (the programs, options and people are invented; none of it comes from a
-held-out folder).
+The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
 
 from __future__ import annotations

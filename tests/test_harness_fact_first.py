@@ -5,12 +5,7 @@ else, cited, and the span of a source sentence it is (``answer/short.py``,
 asked for, the default a page states (not an example's value, and the value under a
 condition on a release), and a "Yes" or "No" read from the clause that answers.
 
-These are the small-model (harness) policy's frozen rules (``answer_policy = harness``;
-docs/architecture.md, "Grounded answers"): each test pins a form of question or document
-that a development set showed, and no new rule is added for a phrasing (issue 44).
-docs/harness-forms.md tells when each rule came and from which set's misses. Constructed
-text only (the programs, options and people are invented; none of it comes from a
-held-out folder).
+The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
 
 from __future__ import annotations
