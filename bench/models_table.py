@@ -9,6 +9,10 @@
     # the thirteenth (bench/out/h13_{model}.json; 15b_base: commit 81053df)
     .venv/bin/python bench/models_table.py --prefix h13 \
         --set ntpsec=bench/heldout13/questions.jsonl=bench/out/heldout13/ntpsec-doc
+    # the first ten questions of the eleven development folders, four configurations
+    # (bench/out/dev11_{set}_{model}.json; issue 44's must-show)
+    .venv/bin/python bench/models_table.py --prefix dev11 $(for s in "" 2 3 4 5 6 7 8 9 10 11; \
+        do echo --set heldout$s=bench/heldout$s/questions.jsonl=$(ls -d bench/out/heldout$s/*/); done)
     # the fourteenth (bench/out/h14_{model}.json; 15b_base: commit 60da49a)
     .venv/bin/python bench/models_table.py --prefix h14 --base 60da49a \
         --set clang=bench/heldout14/questions.jsonl=bench/out/heldout14/clang-15-doc
@@ -87,11 +91,15 @@ def unborne(row: dict, kb_dir: Path | None) -> int:
 
 
 def results(model: str, name: str, prefix: str = "models") -> list[dict] | None:
+    """A run's rows: ``bench/out/{prefix}_{name}_{model}.json`` (several sets, as
+    models_matrix.sh and the development table write them), else
+    ``bench/out/{prefix}_{model}.json`` (one held-out set); its .partial.json if the run
+    was stopped."""
     for suffix in (".json", ".partial.json"):
-        f = ROOT / (f"bench/out/{prefix}_{name}_{model}{suffix}" if prefix == "models"
-                    else f"bench/out/{prefix}_{model}{suffix}")
-        if f.exists():
-            return list(json.loads(f.read_text())["rows"])
+        for f in (ROOT / f"bench/out/{prefix}_{name}_{model}{suffix}",
+                  ROOT / f"bench/out/{prefix}_{model}{suffix}"):
+            if f.exists():
+                return list(json.loads(f.read_text())["rows"])
     return None
 
 
