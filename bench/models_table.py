@@ -12,7 +12,8 @@
     # the first ten questions of the eleven development folders, four configurations
     # (bench/out/dev11_{set}_{model}.json; issue 44's must-show)
     .venv/bin/python bench/models_table.py --prefix dev11 $(for s in "" 2 3 4 5 6 7 8 9 10 11; \
-        do echo --set heldout$s=bench/heldout$s/questions.jsonl=$(ls -d bench/out/heldout$s/*/); done)
+        do echo --set heldout$s=bench/heldout$s/questions.jsonl=$(ls -d bench/out/heldout$s/*/); \
+        done)
     # the fourteenth (bench/out/h14_{model}.json; 15b_base: commit 60da49a)
     .venv/bin/python bench/models_table.py --prefix h14 --base 60da49a \
         --set clang=bench/heldout14/questions.jsonl=bench/out/heldout14/clang-15-doc
