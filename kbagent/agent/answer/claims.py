@@ -160,17 +160,18 @@ def _claimed(body: str) -> list[Quantity]:
     return out
 
 
+def _whole(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word or words, in any case (``R_LIBS`` is not in ``R_LIBS_USER``,
+    nor ``core`` in ``core-dump``)."""
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)
+
+
 def _holds(evidence: _Evidence, term: str) -> bool:
     """Is ``term`` in the evidence, as a whole word or words (``R_LIBS`` is not in
     ``R_LIBS_USER``)? A quotation abridged with ``;`` or an ellipsis (a table row with a
     column left out) is, when each of its parts is."""
     parts = [p.strip() for p in _ABRIDGED.split(same_text(term)) if p.strip(" .")]
-    return bool(parts) and all(
-        re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", evidence.text) for p in parts)
-
-
-def _whole(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.I)
+    return bool(parts) and all(_whole(p).search(evidence.text) for p in parts)
 
 
 def _terms(body: str) -> list[str]:
