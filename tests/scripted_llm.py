@@ -9,6 +9,7 @@ text over ``max_tokens`` (about 4 characters a token) is cut with finish reason
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -18,6 +19,15 @@ from kbagent.agent.llm.base import LLM, Completion, Message, Request, apply_stop
 from kbagent.errors import BackendError
 
 Reply = str | Callable[[list[Message]], str]
+_LITERALS = re.compile(r'root ::= "[^"]*"(?: \| "[^"]*")*')
+
+
+def literal_choices(grammar: str | None) -> list[str] | None:
+    """The replies a grammar of literal alternatives allows (``root ::= "A" | "B"``);
+    None for any other grammar (the ReAct loop's is not checked here)."""
+    if grammar is None or not _LITERALS.fullmatch(grammar.strip()):
+        return None
+    return re.findall(r'"([^"]*)"', grammar)
 
 
 @dataclass
@@ -57,6 +67,9 @@ class ScriptedLLM(LLM):
             raise BackendError("scripted LLM has no more replies")
         reply = self.replies.pop(0)
         text = reply(messages) if callable(reply) else reply
+        choices = literal_choices(grammar)
+        if choices is not None and text not in choices:  # a real backend cannot say it
+            raise AssertionError(f"scripted reply {text!r} is none of the grammar's {choices}")
         text, _ = apply_stop(text, stop)
         finish = "stop"
         if len(text) > 4 * max_tokens:  # ~4 characters a token, like the usage counts below

@@ -15,6 +15,7 @@ import pytest
 from kbagent.agent.answer.claims import NOT_IN_KB
 from kbagent.agent.events import Action, Final, ThoughtDelta
 from kbagent.agent.llm.base import Message
+from kbagent.agent.run.decline import ANSWER, DECLINE, GRAMMAR
 from tests.agent_runs import ask_one_file
 from tests.scripted_llm import Reply, ScriptedLLM
 
@@ -125,9 +126,12 @@ def test_a_corrected_reply_replaces_the_draft(tmp_path: Path) -> None:
 ])
 def test_the_model_may_search_again_in_other_words(tmp_path: Path, asking: str) -> None:
     right = "The first retry waits 500ms [{n}]."
-    final, llm = _ask(tmp_path, [asking, citing(right, "500ms")],
+    # the words of the question are not the sources': the harness's test doubts the
+    # evidence, and the model chooses to go on, then asks for a search in other words
+    # (still doubted after the search: the model again chooses to go on)
+    final, llm = _ask(tmp_path, [ANSWER, asking, ANSWER, citing(right, "500ms")],
                       "After a failure, how long before the client tries once more?")
-    assert len(llm.calls) == 2
+    assert len(llm.calls) == 4 and llm.calls[0]["grammar"] == GRAMMAR
     assert final.result.answer == right.format(n=final.result.sentences[0].cited[0])
     queries = [s.args["query"] for s in final.result.steps
                if s.action == "kb_search" and s.args]
@@ -138,9 +142,10 @@ def test_the_model_may_search_again_in_other_words(tmp_path: Path, asking: str) 
 
 def test_a_search_request_with_no_search_left_abstains(tmp_path: Path) -> None:
     asking = "Nothing here says it.\nSEARCH: proxy protocols supported"
-    final, llm = _ask(tmp_path, [asking, asking, asking, "never asked a fourth time"],
+    # each time the evidence is doubted the model chooses to go on (ANSWER), then asks
+    final, llm = _ask(tmp_path, [ANSWER, asking] * 3 + ["never asked a fourth time"],
                       "Which proxy protocols does the pool support?")
-    assert len(llm.calls) == 3  # two searches asked for, then it must answer
+    assert len(llm.calls) == 6  # two searches asked for, then it must answer
     assert final.result.answer == NOT_IN_KB
     assert final.result.abstained and "SEARCH" not in final.result.answer
 
@@ -153,10 +158,39 @@ def test_a_cited_answer_followed_by_a_search_request_is_the_answer(tmp_path: Pat
 
 
 def test_when_the_sources_do_not_hold_it_the_answer_says_so(tmp_path: Path) -> None:
-    final, llm = _ask(tmp_path, [NOT_IN_KB], "Which proxy protocols does the pool support?")
+    final, llm = _ask(tmp_path, [ANSWER, NOT_IN_KB],
+                      "Which proxy protocols does the pool support?")
     assert final.result.answer == NOT_IN_KB
     assert final.result.abstained
-    assert len(llm.calls) == 1
+    assert len(llm.calls) == 2
+
+
+def test_doubted_evidence_makes_declining_the_models_explicit_choice(tmp_path: Path) -> None:
+    """When the harness's test finds the evidence may not answer the question, the model
+    is told why and must reply with one of two words before it writes anything: here it
+    declines, and that is the answer (no compose prompt follows)."""
+    question = "Which proxy protocols does the pool support?"
+    final, llm = _ask(tmp_path, [DECLINE], question)
+    assert len(llm.calls) == 1 and llm.calls[0]["grammar"] == GRAMMAR
+    [prompt] = _user_messages(llm)
+    assert f"Question: {question}\n\nBefore you answer: a check of the knowledge base " \
+           "found that no passage found covers what the question asks." in prompt
+    assert final.result.answer == NOT_IN_KB and final.result.abstained
+    assert "the model chose" not in final.result.answer
+    [step] = [s for s in final.result.steps if s.thought.endswith(DECLINE)]
+    assert step.thought.startswith("The sources may not answer this:")
+    # a question the evidence answers is never asked to choose
+    (tmp_path / "again").mkdir()
+    _, llm = _ask(tmp_path / "again", ["It keeps 20 keep-alive connections by default [1]."])
+    assert [c["grammar"] for c in llm.calls] == [None]
+
+
+def test_a_name_the_kb_never_mentions_is_the_reason_the_model_is_given(
+        tmp_path: Path) -> None:
+    final, llm = _ask(tmp_path, [DECLINE], "Does the pool keep Roughtime connections?")
+    assert "found that the knowledge base never mentions “Roughtime”." in \
+        _user_messages(llm)[0]
+    assert final.result.abstained
 
 
 def test_the_draft_streams_as_the_steps_thought(tmp_path: Path) -> None:
@@ -274,8 +308,8 @@ NOTE = "The knowledge base never mentions:"
 ])
 def test_the_model_is_told_the_questions_words_the_kb_never_mentions(
         tmp_path: Path, question: str, never: str) -> None:
-    final, llm = _ask(tmp_path, [NOT_IN_KB], question)
-    [prompt] = _user_messages(llm)
+    final, llm = _ask(tmp_path, [ANSWER, NOT_IN_KB], question)
+    prompt = _user_messages(llm)[-1]  # the compose prompt, after the choice to go on
     assert f"{NOTE} {never}." in prompt
     assert prompt.rstrip().endswith(f"Question: {question}")
     # the model decides: its reply is the answer
@@ -309,7 +343,7 @@ def test_a_word_only_a_restricted_document_holds_is_never_mentioned_for_others(
     question = "Does the pool keep Roughtime connections?"
     prompts = []
     for principal in (Principal(), Principal(user="ann", groups=frozenset({"executives"}))):
-        llm = ScriptedLLM([NOT_IN_KB])
+        llm = ScriptedLLM([DECLINE] if principal.user is None else [NOT_IN_KB])
         agent = Agent(llm, [KnowledgeBase(settings, "docs")],
                       AgentConfig(mode="rag", answer_policy="model"), principal=principal)
         list(agent.run(question))
@@ -326,9 +360,9 @@ def test_a_name_the_kb_never_mentions_does_not_ride_along_on_a_cited_figure(
     goes back once with the reason; a reply that then says the KB does not say stands."""
     question = "How many Roughtime connections does the pool keep by default?"
     claim = "The pool keeps 20 Roughtime connections by default [{n}]."
-    final, llm = _ask(tmp_path, [citing(claim, "(Defaults 20)"), NOT_IN_KB], question)
-    assert len(llm.calls) == 2
-    said = llm.calls[1]["messages"][-1].content
+    final, llm = _ask(tmp_path, [ANSWER, citing(claim, "(Defaults 20)"), NOT_IN_KB], question)
+    assert len(llm.calls) == 3
+    said = llm.calls[2]["messages"][-1].content
     assert ("“Roughtime” is in none of its cited sources [" in said
             and "no document of the knowledge base mentions it" in said)
     assert final.result.answer == NOT_IN_KB and final.result.abstained
@@ -336,9 +370,9 @@ def test_a_name_the_kb_never_mentions_does_not_ride_along_on_a_cited_figure(
     # words, `max_keepalive_connections` only in the question)
     (tmp_path / "again").mkdir()
     ok = "`max_keepalive_connections` keeps 20 connections by default [{n}]."
-    final, llm = _ask(tmp_path / "again", [citing(ok, "(Defaults 20)")],
+    final, llm = _ask(tmp_path / "again", [ANSWER, citing(ok, "(Defaults 20)")],
                       "How many connections does `max_keepalive_connections` keep?")
-    assert len(llm.calls) == 1 and final.result.unsupported == []
+    assert len(llm.calls) == 2 and final.result.unsupported == []
 
 
 def test_a_draft_stating_a_name_no_document_mentions_does_not_outstand_giving_up(
@@ -350,8 +384,8 @@ def test_a_draft_stating_a_name_no_document_mentions_does_not_outstand_giving_up
     question = "Does the pool keep Roughtime connections alive by default?"
     draft = ("The pool keeps 20 keep-alive connections by default [{n}]. "
              "Roughtime connections are kept alive the same way [{n}].")
-    final, llm = _ask(tmp_path, [citing(draft, "(Defaults 20)"), NOT_IN_KB], question)
-    assert len(llm.calls) == 2
+    final, llm = _ask(tmp_path, [ANSWER, citing(draft, "(Defaults 20)"), NOT_IN_KB], question)
+    assert len(llm.calls) == 3
     assert final.result.answer == NOT_IN_KB and final.result.abstained
 
 

@@ -33,6 +33,7 @@ from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
 from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, FinishReason, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
 from kbagent.agent.run.conversation import in_conversation
+from kbagent.agent.run.decline import choose, doubt
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.generation import generate
 from kbagent.agent.run.harness_steps import search_step
@@ -231,8 +232,17 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         if never is None:
             never = unmentioned_words(s.question, sources, partial(_mentions, s),
                                       getattr(s.ctx.searcher, "is_word", None))
-        s.messages = [Message("system", _system(MAX_SEARCHES - searches)),
-                      Message("user", evidence_message(s, sources, best, never))]
+        system = _system(MAX_SEARCHES - searches)
+        evidence = evidence_message(s, sources, best, never)
+        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s))
+        if reason is not None:  # the harness's test doubts the evidence: the model chooses
+            choice = yield from choose(llm, cancel, s, step, system, evidence, reason)
+            if choice is None:
+                return None, step
+            step += 1
+            if choice.declined:
+                return Authored([SentenceCheck(NOT_IN_KB, ())], searches=searches), step
+        s.messages = [Message("system", system), Message("user", evidence)]
         reply = yield from _reply(llm, cancel, s, step, max_tokens)
         if reply is None:
             return None, step
