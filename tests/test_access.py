@@ -267,3 +267,15 @@ def test_mentions_sees_only_what_the_caller_may_read(settings, make_folder, embe
     assert not kb.mentions("salary", ANONYMOUS)  # only hr/pay.md, restricted
     assert kb.mentions("salary", HR)
     assert not kb.mentions("100%_match", HR)  # LIKE wildcards are taken literally
+
+
+def test_mentions_reads_either_apostrophe(settings, make_folder, embedder):
+    """A user types the keyboard's apostrophe where documents often print the
+    typographic one: "I'm" is mentioned by a page that prints "I’m", and the other way
+    round; a word without the apostrophe is another word."""
+    folder = make_folder({"a.md": "# A\n\nI\u2019m told the zebra can't swim.\n"})
+    Ingestor(settings, "k", embedder=embedder).run(folder)
+    kb = KnowledgeBase(settings, "k")
+    assert kb.mentions("I'm", ANONYMOUS) and kb.mentions("i\u2019M", ANONYMOUS)
+    assert kb.mentions("can\u2019t", ANONYMOUS) and kb.mentions("can't", ANONYMOUS)
+    assert not kb.mentions("Im told", ANONYMOUS) and not kb.mentions("cant", ANONYMOUS)

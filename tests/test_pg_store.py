@@ -62,7 +62,7 @@ DOCS = {
     "secret/plan.md": "---\naccess: [executives]\n---\n# Merger plan\n\n"
                       "Project Bluefin: acquire the retry gateway vendor for 40 million.\n"
                       "Backoff negotiations start in March.\n",
-    "hr/salaries.md": "# Salaries\n\nExponential raises with jitter are not a policy.\n",
+    "hr/salaries.md": "# Salaries\n\nExponential raises with jitter aren\u2019t a policy.\n",
 }
 
 
@@ -137,6 +137,10 @@ def test_pg_access_filter_inside_the_statement(settings, make_folder, pg_dsn, me
         assert any(h.path == "secret/plan.md"
                    for h in hits(kb, "Project Bluefin merger", mode, exec_))
     assert not kb.mentions("Bluefin", ANONYMOUS) and kb.mentions("Bluefin", exec_)
+    # typed with the keyboard's apostrophe, printed with the typographic one
+    hr = Principal("ann", frozenset({"hr"}))
+    assert kb.mentions("aren't", hr) and kb.mentions("AREN\u2019T", hr)
+    assert not kb.mentions("aren't", ANONYMOUS) and not kb.mentions("arent", hr)
     assert kb.store.visible_counts(ANONYMOUS)[0] == kb.documents - 2
     kb.close()
 

@@ -118,6 +118,13 @@ def like_pattern(word: str) -> str:
     return "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+def spellings(word: str) -> list[str]:
+    """``word`` as typed and as printed: an apostrophe may be the keyboard's (') or the
+    typographic one (’), and a user types the first where documents often print the
+    second ("I'm", "don't")."""
+    return list(dict.fromkeys([word, word.replace("'", "\u2019"), word.replace("\u2019", "'")]))
+
+
 class Store:
     """Thin typed wrapper over one generation's ``kb.sqlite``."""
 
@@ -282,11 +289,13 @@ class Store:
 
     def mentions(self, word: str, denied: frozenset[int]) -> bool:
         """Does any chunk outside ``denied`` contain ``word`` (case-insensitive, as a
-        substring)? One scan of the stored text, stopping at the first match."""
-        for (chunk_id,) in self.conn.execute(
-                "SELECT id FROM chunks WHERE text LIKE ? ESCAPE '\\'", (like_pattern(word),)):
-            if chunk_id not in denied:
-                return True
+        substring, either apostrophe: :func:`spellings`)? One scan of the stored text a
+        spelling, stopping at the first match."""
+        for form in spellings(word):
+            for (chunk_id,) in self.conn.execute(
+                    "SELECT id FROM chunks WHERE text LIKE ? ESCAPE '\\'", (like_pattern(form),)):
+                if chunk_id not in denied:
+                    return True
         return False
 
     def text_candidates(self, doc_hash: str, words: list[str], exclude: str

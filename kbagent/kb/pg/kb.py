@@ -26,7 +26,7 @@ from kbagent.kb.locations import describe, loads
 from kbagent.kb.models import Line
 from kbagent.kb.pg import bm25
 from kbagent.kb.pg.replicas import ReadConnection
-from kbagent.kb.store import ChunkRow, DocRow, like_pattern
+from kbagent.kb.store import ChunkRow, DocRow, like_pattern, spellings
 from kbagent.settings import Settings
 
 K1, B = 1.2, 0.75  # tantivy's BM25 parameters
@@ -202,11 +202,12 @@ class PgStore:
             (self.name, exclude, *map(like_pattern, words)))]
 
     def mentions(self, word: str, principal: Principal) -> bool:
-        pattern = like_pattern(word)
-        return bool(self._rows(
+        """As :meth:`Store.mentions`: either apostrophe (:func:`spellings`)."""
+        return any(self._rows(
             "SELECT EXISTS(SELECT 1 FROM kbagent_chunks c WHERE c.kb=%(kb)s AND "
             "c.groups && %(allowed)s::text[] AND c.text ILIKE %(p)s)",
-            {"kb": self.name, "allowed": allowed_tokens(principal), "p": pattern})[0][0])
+            {"kb": self.name, "allowed": allowed_tokens(principal), "p": like_pattern(form)}
+        )[0][0] for form in spellings(word))
 
 
 class PgLexical:
