@@ -5,19 +5,35 @@ retrieval and the test, so every question of every development set is counted in
 minutes. Its lists are the questions the change can touch (every other prompt is
 unchanged), for a model run on those alone.
 
+``--logodds GGUF`` also reads that model's judgment at each choice without generating:
+its next-token log-probability of ``ANSWER`` minus that of ``NOT_IN_KB``
+(``LLM.option_logprobs``), on the prompt as asked and on a reworded one (``WORDINGS``),
+with how well it tells the answerable questions from the unanswerable ones (ROC AUC).
+
     .venv/bin/python bench/decline_census.py --set heldout=bench/heldout/questions.jsonl=\
-bench/out/heldout/git-doc=bench/out/devhomes/heldout [--set ...] [--out FILE.json]
+bench/out/heldout/git-doc=bench/out/devhomes/heldout [--set ...] [--out FILE.json] \
+[--logodds GGUF]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# the choice's prompt as asked, and reworded: the reason as a word check that may be wrong
+WORDINGS = {
+    "as asked": None,
+    "doubted check": (r"Before you answer: a check of the knowledge base found that (.*?)\. "
+                      r"Do the sources above",
+                      r"An automatic word check suggests \1; it is often wrong when the "
+                      r"sources say it in other words. Read the sources: do they"),
+}
 
 
 def census(questions_file: Path, kb_dir: Path, home: Path) -> list[dict]:
@@ -39,10 +55,47 @@ def census(questions_file: Path, kb_dir: Path, home: Path) -> list[dict]:
         config = AgentConfig(mode="auto", tools="full", answer_policy="model")
         result = run_to_result(Agent(llm, [kb], config), q["question"])
         asked = [s.thought for s in result.steps if s.thought.startswith(ASKED)]
+        prompt = [c["messages"] for c in llm.calls if c["grammar"]][:1]
         rows.append({"id": q["id"], "kind": q["kind"], "asked": bool(asked),
                      "reason": asked[0][len(ASKED):].split(". Answer, or")[0].strip()
-                     if asked else None})
+                     if asked else None,
+                     "prompt": [(m.role, m.content) for m in prompt[0]] if prompt else None})
     return rows
+
+
+def log_odds(rows: list[dict], gguf: Path) -> None:
+    """Each asked row gets ``logodds``: per wording, the model's log-probability of
+    ANSWER minus NOT_IN_KB (first tokens) at the choice."""
+    from kbagent.agent.llm.base import Message
+    from kbagent.agent.llm.llama import LlamaCppLLM
+    from kbagent.agent.run.decline import ANSWER, DECLINE
+
+    llm = LlamaCppLLM(gguf, n_ctx=8192)
+    for r in rows:
+        if not r["prompt"]:
+            continue
+        r["logodds"] = {}
+        for name, sub in WORDINGS.items():
+            messages = [Message(role, text if sub is None else re.sub(*sub, text, flags=re.S))
+                        for role, text in r["prompt"]]
+            lp = llm.option_logprobs(messages, [ANSWER, DECLINE])
+            r["logodds"][name] = None if lp is None else round(lp[0] - lp[1], 3)
+
+
+def separation(rows: list[dict]) -> str:
+    """Per wording: the ROC AUC of the log-odds (answerable above unanswerable), the means,
+    and how many of each the greedy choice answers (log-odds above 0)."""
+    out = []
+    for name in WORDINGS:
+        a = [r["logodds"][name] for r in rows if "logodds" in r and r["kind"] != "unanswerable"]
+        u = [r["logodds"][name] for r in rows if "logodds" in r and r["kind"] == "unanswerable"]
+        if not a or not u:
+            continue
+        auc = sum((x > y) + 0.5 * (x == y) for x in a for y in u) / len(a) / len(u)
+        out.append(f"{name}: AUC {auc:.2f}, mean log-odds answerable {sum(a) / len(a):.2f} "
+                   f"unanswerable {sum(u) / len(u):.2f}; greedy answers {sum(x > 0 for x in a)}"
+                   f"/{len(a)} answerable, {sum(y > 0 for y in u)}/{len(u)} unanswerable")
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -50,11 +103,14 @@ def main() -> None:
     ap.add_argument("--set", action="append", required=True,
                     help="NAME=QUESTIONS=KB_DIR=HOME (HOME: a kept bench_agent --home)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out/decline_census.json")
+    ap.add_argument("--logodds", type=Path, help="a GGUF whose judgment at each choice is read")
     args = ap.parse_args()
     out: dict[str, list[dict]] = {}
     for spec in args.set:
         name, questions, kb_dir, home = spec.split("=")
         rows = out[name] = census(Path(questions), Path(kb_dir), Path(home))
+        if args.logodds:
+            log_odds(rows, args.logodds)
         un = [r for r in rows if r["kind"] == "unanswerable"]
         ans = [r for r in rows if r["kind"] != "unanswerable"]
         print(f"{name:>10}: asked for {sum(r['asked'] for r in un)}/{len(un)} unanswerable, "
@@ -66,6 +122,8 @@ def main() -> None:
     ans = [r for r in total if r["kind"] != "unanswerable"]
     print(f"all: asked for {sum(r['asked'] for r in un)}/{len(un)} unanswerable, "
           f"{sum(r['asked'] for r in ans)}/{len(ans)} answerable")
+    if args.logodds:
+        print(separation(total))
 
 
 if __name__ == "__main__":

@@ -185,6 +185,18 @@ def test_doubted_evidence_makes_declining_the_models_explicit_choice(tmp_path: P
     assert [c["grammar"] for c in llm.calls] == [None]
 
 
+def test_a_question_of_two_hops_is_judged_after_the_model_searched_again(
+        tmp_path: Path) -> None:
+    """A question comparing two things is answered from two documents, which one
+    retrieval seldom finds: the model composes first (here it asks for a search), and
+    only then, over what both searches gathered, is it asked to choose."""
+    question = "Which pool keeps more connections, Roughtime or Chrony?"
+    final, llm = _ask(tmp_path, ["SEARCH: Chrony connections", DECLINE], question)
+    assert [c["grammar"] for c in llm.calls] == [None, GRAMMAR]
+    assert "never mentions “Roughtime”" in _user_messages(llm)[-1]
+    assert final.result.answer == NOT_IN_KB and final.result.abstained
+
+
 def test_a_name_the_kb_never_mentions_is_the_reason_the_model_is_given(
         tmp_path: Path) -> None:
     final, llm = _ask(tmp_path, [DECLINE], "Does the pool keep Roughtime connections?")

@@ -234,7 +234,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
                                       getattr(s.ctx.searcher, "is_word", None))
         system = _system(MAX_SEARCHES - searches)
         evidence = evidence_message(s, sources, best, never)
-        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s))
+        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s), searches)
         if reason is not None:  # the harness's test doubts the evidence: the model chooses
             choice = yield from choose(llm, cancel, s, step, system, evidence, reason)
             if choice is None:
