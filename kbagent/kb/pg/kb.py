@@ -201,13 +201,12 @@ class PgStore:
             'ORDER BY path COLLATE "C" LIMIT 50',
             (self.name, exclude, *map(like_pattern, words)))]
 
-    def mentions(self, word: str, principal: Principal) -> bool:
-        """As :meth:`Store.mentions`: either apostrophe (:func:`spellings`)."""
+    def mentions(self, word: str, principal: Principal) -> bool:  # as Store.mentions
         return any(self._rows(
             "SELECT EXISTS(SELECT 1 FROM kbagent_chunks c WHERE c.kb=%(kb)s AND "
-            "c.groups && %(allowed)s::text[] AND c.text ILIKE %(p)s)",
-            {"kb": self.name, "allowed": allowed_tokens(principal), "p": like_pattern(form)}
-        )[0][0] for form in spellings(word))
+            "c.groups && %(allowed)s::text[] AND c.text ILIKE %(p)s)", {"kb": self.name,
+            "allowed": allowed_tokens(principal), "p": like_pattern(form)})[0][0]
+            for form in spellings(word))
 
 
 class PgLexical:
