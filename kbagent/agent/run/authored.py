@@ -236,11 +236,11 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         evidence = evidence_message(s, sources, best, never)
         reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s), searches)
         if reason is not None:  # the harness's test doubts the evidence: the model chooses
-            choice = yield from choose(llm, cancel, s, step, system, evidence, reason)
-            if choice is None:
+            declined = yield from choose(llm, cancel, s, step, system, evidence, reason)
+            if declined is None:
                 return None, step
             step += 1
-            if choice.declined:
+            if declined:
                 return Authored([SentenceCheck(NOT_IN_KB, ())], searches=searches), step
         s.messages = [Message("system", system), Message("user", evidence)]
         reply = yield from _reply(llm, cancel, s, step, max_tokens)

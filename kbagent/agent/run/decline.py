@@ -18,7 +18,6 @@ begin with the choice cannot read past it.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
 
 from kbagent.agent.answer.evidence import SentenceVectors
 from kbagent.agent.answer.grounding import Grounding
@@ -26,6 +25,7 @@ from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event, StepStarted, ThoughtDelta
 from kbagent.agent.kinds import StepKind
 from kbagent.agent.llm.base import LLM, Message
+from kbagent.agent.run.final_turn import EVIDENCE_UNITS  # the harness's test reads as many
 from kbagent.agent.run.generation import generate
 from kbagent.agent.run.router import multi_hop
 from kbagent.agent.run.state import RunState, StepDone, record_step
@@ -33,16 +33,7 @@ from kbagent.agent.run.state import RunState, StepDone, record_step
 ANSWER, DECLINE = "ANSWER", "NOT_IN_KB"
 GRAMMAR = f'root ::= "{ANSWER}" | "{DECLINE}"'
 CHOICE_TOKENS = 8  # room for either word (a backend without grammars may add a little)
-EVIDENCE_UNITS = 5  # the best units the test reads, as the harness's final turn does
 ASKED = "The sources may not answer this:"  # how the choice's step begins its thought
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The model's choice, and the test's reason that asked for it."""
-
-    declined: bool
-    reason: str
 
 
 def doubt(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
@@ -80,9 +71,9 @@ def prompt(evidence: str, reason: str) -> str:
 
 
 def choose(llm: LLM, cancel: CancelToken, s: RunState, step: int, system: str,
-           evidence: str, reason: str) -> Generator[Event, None, Choice | None]:
-    """Ask the model to choose (one step, its reply streamed as the step's thought);
-    None when the run was cancelled or ran out of time."""
+           evidence: str, reason: str) -> Generator[Event, None, bool | None]:
+    """Ask the model to choose (one step, its reply streamed as the step's thought):
+    whether it declined; None when the run was cancelled or ran out of time."""
     started = s.clock.perf_counter()
     yield StepStarted(step, kind=StepKind.ANSWER)
     said = f"{ASKED} {reason}. Answer, or say the KB does not say? "
@@ -94,4 +85,4 @@ def choose(llm: LLM, cancel: CancelToken, s: RunState, step: int, system: str,
         return None
     declined = DECLINE in text.upper().replace(" ", "_")
     record_step(s, step, StepDone(thought=said + text.strip()), completion, started)
-    return Choice(declined, reason)
+    return declined
