@@ -56,7 +56,9 @@ def census(questions_file: Path, kb_dir: Path, home: Path) -> list[dict]:
         result = run_to_result(Agent(llm, [kb], config), q["question"])
         asked = [s.thought for s in result.steps if s.thought.startswith(ASKED)]
         prompt = [c["messages"] for c in llm.calls if c["grammar"]][:1]
+        first = llm.calls[0]["messages"] if llm.calls else None
         rows.append({"id": q["id"], "kind": q["kind"], "asked": bool(asked),
+                     "first": [(m.role, m.content) for m in first] if first else None,
                      "reason": asked[0][len(ASKED):].split(". Answer, or")[0].strip()
                      if asked else None,
                      "prompt": [(m.role, m.content) for m in prompt[0]] if prompt else None})
@@ -82,6 +84,62 @@ def log_odds(rows: list[dict], gguf: Path) -> None:
             r["logodds"][name] = None if lp is None else round(lp[0] - lp[1], 3)
 
 
+def judgment_prompt(evidence: str) -> str:
+    """The judgment asked with no reason given: the sources and question as the compose
+    prompt shows them, then whether they state the answer."""
+    from kbagent.agent.run.decline import ANSWER, DECLINE
+
+    return (f"{evidence}\n\nBefore you answer: do the sources above state the answer to "
+            f"the question? Reply with one word: {ANSWER} if they state it, or {DECLINE} "
+            "if they do not.")
+
+
+def judge_all(rows: list[dict], gguf: Path, every: int) -> None:
+    """Every unanswerable row and every ``every``-th answerable one with a prompt gets
+    ``judged``: the model's log-odds of ANSWER over NOT_IN_KB on the judgment prompt
+    (:func:`judgment_prompt`: the evidence and question, no reason given)."""
+    from kbagent.agent.llm.base import Message
+    from kbagent.agent.llm.llama import LlamaCppLLM
+    from kbagent.agent.run.decline import ANSWER, DECLINE
+
+    llm = LlamaCppLLM(gguf, n_ctx=8192)
+    answerable = 0
+    for r in rows:
+        if not r["first"] or r["kind"] == "chit-chat":
+            continue
+        if r["kind"] != "unanswerable":
+            answerable += 1
+            if (answerable - 1) % every:
+                continue
+        (_, system), (_, user) = r["first"][0], r["first"][-1]
+        evidence = user.split("\n\nBefore you answer:")[0]
+        lp = llm.option_logprobs([Message("system", system),
+                                  Message("user", judgment_prompt(evidence))],
+                                 [ANSWER, DECLINE])
+        r["judged"] = None if lp is None else round(lp[0] - lp[1], 3)
+        print(f"  {r['id']} {r['kind'][:5]} {r['judged']}", flush=True)
+
+
+def threshold(rows: list[dict], refused: float = 0.03) -> str:
+    """From the ``judged`` rows: the threshold that declines at most ``refused`` of the
+    answerable questions (half-way between the last one it declines and the next), how
+    many unanswerable ones it declines, and the ROC AUC."""
+    a = sorted(r["judged"] for r in rows if r.get("judged") is not None
+               and r["kind"] != "unanswerable")
+    u = sorted(r["judged"] for r in rows if r.get("judged") is not None
+               and r["kind"] == "unanswerable")
+    if not a or not u:
+        return "no judged rows"
+    k = int(refused * len(a))  # answerable declined at most
+    cut = round((a[k - 1] + a[k]) / 2, 2) if k else round(a[0] - 0.01, 2)
+    auc = sum((x > y) + 0.5 * (x == y) for x in a for y in u) / len(a) / len(u)
+    return (f"judged: AUC {auc:.2f} over {len(a)} answerable and {len(u)} unanswerable; "
+            f"declining below {cut:+.2f} refuses {sum(x < cut for x in a)}/{len(a)} "
+            f"answerable and declines {sum(y < cut for y in u)}/{len(u)} unanswerable; "
+            f"the greedy choice (below 0) {sum(x < 0 for x in a)}/{len(a)} and "
+            f"{sum(y < 0 for y in u)}/{len(u)}")
+
+
 def separation(rows: list[dict]) -> str:
     """Per wording: the ROC AUC of the log-odds (answerable above unanswerable), the means,
     and how many of each the greedy choice answers (log-odds above 0)."""
@@ -104,6 +162,9 @@ def main() -> None:
                     help="NAME=QUESTIONS=KB_DIR=HOME (HOME: a kept bench_agent --home)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out/decline_census.json")
     ap.add_argument("--logodds", type=Path, help="a GGUF whose judgment at each choice is read")
+    ap.add_argument("--judge-all", type=Path, help="a GGUF whose judgment is read on every "
+                    "unanswerable question and every --every-th answerable one")
+    ap.add_argument("--every", type=int, default=1, choices=range(1, 100), metavar="N")
     args = ap.parse_args()
     out: dict[str, list[dict]] = {}
     for spec in args.set:
@@ -111,6 +172,9 @@ def main() -> None:
         rows = out[name] = census(Path(questions), Path(kb_dir), Path(home))
         if args.logodds:
             log_odds(rows, args.logodds)
+        if args.judge_all:
+            judge_all(rows, args.judge_all, args.every)
+            args.out.write_text(json.dumps(out, indent=1))  # kept as it goes
         un = [r for r in rows if r["kind"] == "unanswerable"]
         ans = [r for r in rows if r["kind"] != "unanswerable"]
         print(f"{name:>10}: asked for {sum(r['asked'] for r in un)}/{len(un)} unanswerable, "
@@ -124,6 +188,8 @@ def main() -> None:
           f"{sum(r['asked'] for r in ans)}/{len(ans)} answerable")
     if args.logodds:
         print(separation(total))
+    if args.judge_all:
+        print(threshold(total))
 
 
 if __name__ == "__main__":

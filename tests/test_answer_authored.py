@@ -15,8 +15,9 @@ import pytest
 from kbagent.agent.answer.claims import NOT_IN_KB
 from kbagent.agent.events import Action, Final, ThoughtDelta
 from kbagent.agent.llm.base import Message
+from kbagent.agent.run.authored import PASSAGES, SOURCES, ranked_sources
 from kbagent.agent.run.decline import ANSWER, DECLINE, GRAMMAR
-from tests.agent_runs import ask_one_file
+from tests.agent_runs import ask_one_file, cite
 from tests.scripted_llm import Reply, ScriptedLLM
 
 POOL = """# Connection pools
@@ -438,3 +439,40 @@ def test_a_capital_that_begins_a_sentence_makes_no_name() -> None:
         == ["Kubernetes"]
     # without a vocabulary to ask, a sentence's first word is not judged a name
     assert _never("Kubernetes runs it. Does the pool keep connections?") == []
+
+
+def test_the_model_policy_searches_twice_as_deep_and_shows_the_best_six(
+        tmp_path: Path) -> None:
+    """The model policy's search asks for twice the harness's hits; the unit ranking
+    picks the six chunks the model is shown, so the prompt does not grow."""
+    text = "\n\n".join(f"# Setting {i}\n\nThe setting number {i} of the pool is {i * 7}."
+                       for i in range(12))
+    llm = ScriptedLLM([DECLINE])  # asked to choose (the evidence is doubted), it declines
+    final = ask_one_file(tmp_path, "settings.md", text, QUESTION, llm=llm,
+                         answer_policy="model", rag_top_k=4)
+    [search] = [s for s in final.result.steps if s.action == "kb_search"]
+    assert search.args["top_k"] == 8
+    [prompt] = _user_messages(llm)
+    assert len(re.findall(r"^\[\d+\] settings\.md", prompt, re.M)) == 6
+    # the harness's own search is as deep as the setting says
+    (tmp_path / "harness").mkdir()
+    final = ask_one_file(tmp_path / "harness", "settings.md", text, QUESTION,
+                         answer_policy="harness", rag_top_k=4, mode="rag")
+    assert [s.args["top_k"] for s in final.result.steps if s.action == "kb_search"] == [4]
+
+
+def test_a_kept_chunk_is_shown_whatever_its_rank_and_no_passage_cites_an_unshown_one(
+) -> None:
+    """A two-hop question's follow-up hit (``keep``) is shown though eight chunks rank
+    above it; the passages listed again come only from chunks shown, so a reply citing
+    one never cites a source it was not given."""
+    cites = [cite(f"The pool keeps {20 + i} keep-alive connections in mode {i}.",
+                  f"pool{i}.md", n=i + 1) for i in range(8)]
+    cites += [cite("Chrony serves time to the fleet.", "chrony.md", n=9),
+              cite("Roughtime signs its replies.", "roughtime.md", n=10)]
+    shown, best = ranked_sources(QUESTION, cites, None)
+    assert len(shown) == SOURCES and not {9, 10} & {c.n for c in shown}
+    shown, best = ranked_sources(QUESTION, cites, None, keep=[9, 10, 9, 42])
+    numbers = [c.n for c in shown]
+    assert len(shown) == SOURCES and {9, 10} <= set(numbers)
+    assert best and len(best) <= PASSAGES and all(b.unit.n in numbers for b in best)

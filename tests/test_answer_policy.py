@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kbagent.agent.events import Final
-from kbagent.agent.run.authored import MODEL_POLICY_MIN_PARAMS, declared_size, model_writes
+from kbagent.agent.run.policy import MODEL_POLICY_MIN_PARAMS, declared_size, model_writes
 from kbagent.agent.run.state import AgentConfig
 from kbagent.errors import BadInputError
 from kbagent.settings import Settings

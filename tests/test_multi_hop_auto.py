@@ -7,6 +7,8 @@ fails) on the code before it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kbagent.agent.events import Action, AnswerDelta, Observation, StepStarted
@@ -151,3 +153,44 @@ def test_bridge_and_comparison_questions_still_are(question, kind):
     from kbagent.agent.run.router import multi_hop
 
     assert multi_hop(question) == kind
+
+
+def test_the_model_policy_reads_the_second_hop_that_the_harness_searched(hop_kb):
+    """Under the model's policy the harness's follow-up search gathers the second hop's
+    document before the model composes (a visible step, the model not asked to plan),
+    and that document is shown to the model whatever its rank."""
+    reply = "She held the position of Chief of Protocol of the United States [{n}]."
+
+    def cite(messages):
+        blocks = dict(re.findall(r"^\[(\d+)\] ([^,\n]+),", messages[-1].content, re.M))
+        return reply.format(n=next(n for n, path in blocks.items()
+                                   if path == "Shirley_Temple.md"))
+
+    llm = ScriptedLLM([cite])
+    cfg = AgentConfig(rag_top_k=1, answer_policy="model")  # two hits a search
+    events, result = run(Agent(llm, [hop_kb], cfg), KISS_Q)
+    queries = searched(events)
+    assert queries[0] == KISS_Q and queries[1].startswith("Shirley Temple")
+    assert "second document" in [e for e in events if isinstance(e, Action)][1].thought
+    steps = [e for e in events if isinstance(e, StepStarted)]
+    assert [e.step for e in steps] == list(range(1, len(steps) + 1))  # each step once
+    [call] = llm.calls  # the model composed once, after both searches (nothing doubted)
+    assert "Chief of Protocol" in call["messages"][-1].content
+    assert result.answer.startswith("She held the position of Chief of Protocol")
+    assert result.reference(result.sentences[0].cited[0]).path == "Shirley_Temple.md"
+
+
+def test_a_two_hop_question_is_judged_once_the_harness_searched_its_second_hop(hop_kb):
+    """The harness's test judges a two-hop question after the follow-up searches (its
+    second hop's documents apart): here no document names the thing asked about, so
+    the model is asked to choose before it writes anything."""
+    from kbagent.agent.run.decline import DECLINE, GRAMMAR
+
+    llm = ScriptedLLM([DECLINE])
+    question = ("What government position was held by the woman who portrayed Corliss "
+                "Archer in the film Zanzibar Quokka?")
+    cfg = AgentConfig(rag_top_k=1, answer_policy="model")
+    events, result = run(Agent(llm, [hop_kb], cfg), question)
+    assert len(searched(events)) >= 2
+    assert [c["grammar"] for c in llm.calls] == [GRAMMAR]
+    assert result.abstained

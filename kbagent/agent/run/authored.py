@@ -5,7 +5,7 @@ A model that can read writes the whole answer. It is given the best-ranked evide
 harness's unit ranking (:func:`~kbagent.agent.answer.evidence.best_evidence`) orders the
 gathered chunks, each shown with its file and lines and cut around its best passage, and
 the best passages are listed again by themselves. When they do not hold the answer the
-model may ask for one more search in other words (``SEARCH: ...``) instead of giving up.
+model may ask for more searches in other words (``SEARCH: ...``) instead of giving up.
 Its reply is checked sentence by sentence (:mod:`~kbagent.agent.answer.claims`); a failed
 check goes back to the model once with the exact reasons, and what still fails is shown
 flagged (``supported = False``). No sentence of the model's is rewritten, replaced or
@@ -18,10 +18,9 @@ answer proper is the checked reply, sentence by sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache, partial
-from pathlib import Path
+from functools import partial
 
 from kbagent.agent.answer.citations import STOPWORDS, Citation
 from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
@@ -30,25 +29,23 @@ from kbagent.agent.answer.sentences import cited_numbers
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
-from kbagent.agent.kinds import AnswerPolicy, AskMode, ErrorKind, FinishReason, Status, StepKind
+from kbagent.agent.kinds import ErrorKind, FinishReason, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
 from kbagent.agent.run.conversation import in_conversation
 from kbagent.agent.run.decline import choose, doubt
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
+from kbagent.agent.run.gather import gather
 from kbagent.agent.run.generation import generate
 from kbagent.agent.run.harness_steps import search_step
+from kbagent.agent.run.policy import search_depth
+from kbagent.agent.run.search_memory import searched
 from kbagent.agent.run.state import AgentConfig, RunState, StepDone, record_step
-from kbagent.errors import BackendError, BadInputError, KbagentError
-from kbagent.models.gguf_info import declared_parameters, parse_size_label
+from kbagent.errors import BackendError
 
 SOURCES = 6  # chunks shown to the model
 SOURCE_CHARS = 700  # of each, cut around its best passage
 PASSAGES = 5  # best passages listed again
 MAX_SEARCHES = 2  # searches the model may ask for before it must answer
-# answer policy auto: the model writes from this size on. Measured (BENCHMARKS.md, "Issue
-# 44, session 1", first ten sample questions): the 1.5B writing states the fact first for
-# 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
-MODEL_POLICY_MIN_PARAMS = 1_000_000_000
 # a word of a question: letters, digits and inner dots, dashes, underscores or pluses, of
 # three characters or more; a possessive's "'s" is not part of it ("Google's": Google)
 _WORD = re.compile(r"(?<![\w'’])[A-Za-z][\w.+-]+[A-Za-z0-9+]"
@@ -99,13 +96,18 @@ def _cut(text: str, passage: str, width: int) -> str:
     return ("… " if start else "") + piece + (" …" if start + width < len(text) else "")
 
 
-def ranked_sources(question: str, cites: list[Citation], vectors: SentenceVectors | None
-                   ) -> tuple[list[Citation], list[Scored]]:
-    """The chunks to show, best first (by their best unit), and the best units."""
+def ranked_sources(question: str, cites: list[Citation], vectors: SentenceVectors | None,
+                   keep: Sequence[int] = ()) -> tuple[list[Citation], list[Scored]]:
+    """The chunks to show, best first (by their best unit), and the best units; the
+    chunks of ``keep`` (each hop's best) are shown whatever their rank."""
     best = best_evidence(question, cites, limit=max(PASSAGES, SOURCES), vectors=vectors)
     order = list(dict.fromkeys([s.unit.n for s in best] + [c.n for c in cites]))
     by_n = {c.n: c for c in cites}
-    return [by_n[n] for n in order[:SOURCES]], best[:PASSAGES]
+    kept = [n for n in dict.fromkeys(keep) if n in by_n][:SOURCES - 1]
+    shown = kept + [n for n in order if n not in kept][:SOURCES - len(kept)]
+    # the passages listed again are those of chunks shown (a kept chunk may push one out)
+    return ([by_n[n] for n in sorted(shown, key=order.index)],
+            [b for b in best if b.unit.n in shown][:PASSAGES])
 
 
 def evidence_message(s: RunState, sources: list[Citation], best: list[Scored],
@@ -219,14 +221,15 @@ def checked(reply: Reply, cited: dict[int, str], question: str, max_tokens: int,
 
 
 def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int,
-            max_tokens: int, vectors: SentenceVectors | None
+            max_tokens: int, vectors: SentenceVectors | None, keep: Sequence[int] = ()
             ) -> Generator[Event, None, tuple[Authored | None, int]]:
-    """Compose, search again when asked, check, ask again once. Returns what was
-    written (None when the run was stopped) and the next step number."""
+    """Compose, search again when asked, check, ask again once (``keep``: chunks
+    shown whatever their rank). Returns what was written (None when the run was
+    stopped) and the next step number."""
     searches = 0
     never: list[str] | None = None  # the question's words the KB never mentions
     while True:
-        sources, best = ranked_sources(s.query, list(s.ledger), vectors)
+        sources, best = ranked_sources(s.query, list(s.ledger), vectors, keep)
         if not sources:
             return Authored([SentenceCheck(NOT_IN_KB, ())]), step
         if never is None:
@@ -234,7 +237,8 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
                                       getattr(s.ctx.searcher, "is_word", None))
         system = _system(MAX_SEARCHES - searches)
         evidence = evidence_message(s, sources, best, never)
-        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s), searches)
+        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s),
+                       max(0, len(searched(s)) - 1))
         if reason is not None:  # the harness's test doubts the evidence: the model chooses
             declined = yield from choose(llm, cancel, s, step, system, evidence, reason)
             if declined is None:
@@ -323,48 +327,10 @@ def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
         same_text(t).startswith(same_text(NOT_IN_KB).rstrip(".")) for t in texts)
 
 
-def declared_size(llm: LLM, llm_size: str = "") -> int | None:
-    """The model's size in parameters: ``llm_size`` when set (a server's model), else
-    what its GGUF declares (``general.size_label``, or its tensors counted); None when
-    nothing declares it. Never read from a file name."""
-    if llm_size:
-        size = parse_size_label(llm_size)
-        if size is None:
-            raise BadInputError(f"llm_size {llm_size!r} is no model size (e.g. 1.5B, 7B, 135M)")
-        return size
-    path = getattr(llm, "path", None)
-    return _declared(str(path)) if isinstance(path, Path) else None
-
-
-@lru_cache(maxsize=16)
-def _declared(path: str) -> int | None:
-    try:
-        return declared_parameters(Path(path))
-    except (OSError, ValueError, KbagentError):  # unreadable: it declares nothing
-        return None
-
-
-def model_writes(cfg: AgentConfig, llm: LLM) -> bool:
-    """Does the model write knowledge answers (answer policy ``model``)? ``auto``
-    decides by the declared size (:data:`MODEL_POLICY_MIN_PARAMS`); unknown: the harness."""
-    if cfg.answer_policy != AnswerPolicy.AUTO:
-        return cfg.answer_policy == AnswerPolicy.MODEL
-    size = declared_size(llm, cfg.llm_size)
-    return size is not None and size >= MODEL_POLICY_MIN_PARAMS
-
-
-def authored_route(routed: AskMode, authored: bool) -> AskMode:
-    """``--mode auto`` under the model policy: a question the router gives the ReAct
-    loop takes one retrieval instead, and the model plans from there, asking for more
-    searches in its own words (``SEARCH:``). On 2 cores each ReAct step of the 1.5B
-    model, its prompt the tools' descriptions, cost 20-120 s and ran questions into the
-    time limit (BENCHMARKS.md, "Issue 44")."""
-    return AskMode.RAG if authored and routed == AskMode.AGENT else routed
-
-
 def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: bool,
                    cfg: AgentConfig) -> Generator[Event, None, None]:
-    """The final turn of the model-authored policy, ended as every run ends: the
+    """The final turn of the model-authored policy (a two-hop question's follow-up
+    searches first, :mod:`~kbagent.agent.run.gather`), ended as every run ends: the
     checked answer and ``Final`` (answered, or limit when a limit ended the loop); a
     cancel, the time limit, a full context window or a failing backend end it as they
     end any turn."""
@@ -372,9 +338,15 @@ def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: b
         yield from fallback_answer(s, Status.LIMIT, s.stop_reason or "time limit reached")
         return
     vectors = SentenceVectors(getattr(s.ctx.searcher, "embed_texts", None))
+    top_k = search_depth(cfg, True)
+    step, keep = yield from gather(s, step, cfg, cancel, top_k)  # a two-hop question's
+    if cancel.is_set():
+        yield from cancelled(s)
+        return
     try:
-        written, _ = yield from compose(s, step, llm, cancel, top_k=cfg.rag_top_k,
-                                        max_tokens=cfg.final_max_tokens, vectors=vectors)
+        written, _ = yield from compose(s, step, llm, cancel, top_k=top_k,
+                                        max_tokens=cfg.final_max_tokens, vectors=vectors,
+                                        keep=keep)
     except ContextFull:
         yield from fallback_answer(s, Status.LIMIT, "the context window is full")
         return

@@ -57,6 +57,7 @@ from kbagent.agent.run.final_turn import (
     abstain,
     grounded_final,
 )
+from kbagent.agent.run.gather import MAX_HOPS  # the model policy makes as many
 from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
@@ -68,7 +69,6 @@ from kbagent.agent.run.second_hop import HopScored, first_hop, rank_second_hop
 from kbagent.agent.run.short_turn import picker
 from kbagent.agent.run.state import AgentConfig, RunState
 
-MAX_HOPS = 2  # follow-up searches after the question's own
 SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
 
 _YEAR_Q = re.compile(r"\b(?:what|which|in what|in which) year\b|\bwhat year\b", re.I)

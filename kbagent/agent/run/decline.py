@@ -44,7 +44,8 @@ def doubt(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool
     A question about a thing it describes rather than names ("the woman who portrayed
     Corliss Archer in ...") or comparing two (:func:`~kbagent.agent.run.router.multi_hop`)
     is answered from two documents, and one retrieval seldom finds both: the test waits
-    until the model has searched again (``searched``), then judges each hop's documents
+    for a second search (``searched``: the harness's follow-up, :mod:`~kbagent.agent.run.gather`,
+    or the model's own), then judges each hop's documents
     as the harness's multi-hop path does (no one chunk need hold every name). Judged on
     the first retrieval, the 1.5B declined 8 of the first 50 HotpotQA questions, all
     answerable ("nothing found is about 1988": the year is the second hop's)."""

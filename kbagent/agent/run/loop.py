@@ -1,13 +1,12 @@
 """The ReAct loop: a generator of typed events, bounded by steps, tokens and time.
 
-``Agent.run(question)`` yields :mod:`~kbagent.agent.events` as they happen:
-Thought text while it is generated, each Action and its Observation, the
-answer sentence by sentence (citations already checked), then one ``Final``
-with the whole result. The harness, not the model, guarantees the rest:
-every step parses (GBNF with llama.cpp, a lenient parser and a RAG fallback
-elsewhere), knowledge questions search before answering, a repeated call is
-answered from the session cache, and when a limit is hit one final-answer
-turn runs over what was gathered. Cancellation is cooperative (``cancel()``).
+``Agent.run(question)`` yields :mod:`~kbagent.agent.events` as they happen: Thought text
+while it is generated, each Action and its Observation, the answer sentence by sentence
+(citations already checked), then one ``Final`` with the whole result. The harness, not
+the model, guarantees the rest: every step parses (GBNF with llama.cpp, a lenient parser
+and a RAG fallback elsewhere), knowledge questions search before answering, a repeated
+call is answered from the session cache, and when a limit is hit one final-answer turn
+runs over what was gathered. Cancellation is cooperative (``cancel()``).
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
-from kbagent.agent.run.authored import authored_final, authored_route, model_writes
+from kbagent.agent.run.authored import authored_final
 from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
@@ -51,6 +50,7 @@ from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import MODEL_READY, READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
 from kbagent.agent.run.judge import rejudger
+from kbagent.agent.run.policy import authored_route, model_writes, search_depth
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
@@ -133,7 +133,7 @@ class Agent:
     def _run(self, question: str, context: Conversation | None
              ) -> Generator[Event, None, None]:
         cfg = self.config
-        authored = model_writes(cfg, self.llm)  # the answer policy (run/authored.py)
+        authored = model_writes(cfg, self.llm)  # the answer policy (run/policy.py)
         mode = authored_route(route(question), authored) if cfg.mode == AskMode.AUTO else cfg.mode
         if mode != AskMode.DIRECT and not self.kbs:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
@@ -350,15 +350,15 @@ class Agent:
 
     # ------------------------------------------------------------ rag/direct
     def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
-        """Single retrieval + answer (also the fallback for models that cannot follow
-        the protocol)."""
+        """Single retrieval + answer (also the fallback when a model breaks the protocol)."""
         if not fallback:
             s.mode = AskMode.RAG
         step = len(s.steps)
-        # a fallback after the harness's first search skips it
-        if search_call(s.query, self.config.rag_top_k) not in s.calls:
+        top_k = search_depth(self.config, s.authored)
+        asked = (search_call(s.query, self.config.rag_top_k), search_call(s.query, top_k))
+        if not any(c in s.calls for c in asked):  # a fallback after the first search skips it
             step += 1
-            yield from search_step(s, step, s.query, prompts.RAG_THOUGHT, self.config.rag_top_k)
+            yield from search_step(s, step, s.query, prompts.RAG_THOUGHT, top_k)
         if self._cancel.is_set():
             yield from cancelled(s)
             return
