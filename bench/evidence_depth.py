@@ -4,8 +4,9 @@ with a stand-in model that declines at once, so each run is the retrieval, the u
 ranking and the prompt; the prompt (the sources as shown, cut around their best passage,
 and the best passages) is searched for the gold answer as ``bench_agent.py`` matches it.
 No model runs. The deeper search gives the ranking more chunks to choose the six shown
-from; the prompt's size does not change. (The figures in BENCHMARKS.md were taken
-before the model policy's follow-up searches for two-hop questions, ``run/gather.py``.)
+from (six at most, as before, which is one more than five hits could give). The
+figures in BENCHMARKS.md were taken before the model policy's follow-up searches for
+two-hop questions (``run/gather.py``).
 
     .venv/bin/python bench/evidence_depth.py --depths 5,10,20 --set NAME=QUESTIONS=KB_DIR=HOME ...
 """

@@ -444,7 +444,7 @@ def test_a_capital_that_begins_a_sentence_makes_no_name() -> None:
 def test_the_model_policy_searches_twice_as_deep_and_shows_the_best_six(
         tmp_path: Path) -> None:
     """The model policy's search asks for twice the harness's hits; the unit ranking
-    picks the six chunks the model is shown, so the prompt does not grow."""
+    picks the six chunks the model is shown, as many as ever."""
     text = "\n\n".join(f"# Setting {i}\n\nThe setting number {i} of the pool is {i * 7}."
                        for i in range(12))
     llm = ScriptedLLM([DECLINE])  # asked to choose (the evidence is doubted), it declines

@@ -18,8 +18,8 @@ from kbagent.models.gguf_info import declared_parameters, parse_size_label
 # 10 (9 under the harness), the 0.5B writing for 6 (it refused two it had the evidence for)
 MODEL_POLICY_MIN_PARAMS = 1_000_000_000
 # the model policy's searches ask for this many times ``rag_top_k`` hits; the unit ranking
-# shows the model the best six chunks of them (run/authored.py), so the prompt does not
-# grow. Measured (BENCHMARKS.md, "Issue 44: the plan stage in front of the model",
+# shows the model the best six chunks of them (run/authored.py), one more than five hits
+# could give. Measured (BENCHMARKS.md, "Issue 44: the plan stage in front of the model",
 # bench/evidence_depth.py): the gold in the prompt for 350 of the 455 answerable
 # development questions at 5 hits, 368 at 10, 365 at 20
 DEPTH = 2
