@@ -36,7 +36,8 @@ WORDINGS = {
 }
 
 
-def census(questions_file: Path, kb_dir: Path, home: Path) -> list[dict]:
+def census(questions_file: Path, kb_dir: Path, home: Path, rag_top_k: int | None = None
+           ) -> list[dict]:
     from kbagent.agent.run.decline import ASKED, DECLINE
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
@@ -52,7 +53,8 @@ def census(questions_file: Path, kb_dir: Path, home: Path) -> list[dict]:
     for line in questions_file.read_text().splitlines():
         q = json.loads(line)
         llm = ScriptedLLM([lambda _m: DECLINE] * 8)  # declines, or "answers" with the word
-        config = AgentConfig(mode="auto", tools="full", answer_policy="model")
+        depth = {} if rag_top_k is None else {"rag_top_k": rag_top_k}
+        config = AgentConfig(mode="auto", tools="full", answer_policy="model", **depth)
         result = run_to_result(Agent(llm, [kb], config), q["question"])
         asked = [s.thought for s in result.steps if s.thought.startswith(ASKED)]
         prompt = [c["messages"] for c in llm.calls if c["grammar"]][:1]
@@ -120,6 +122,12 @@ def judge_all(rows: list[dict], gguf: Path, every: int) -> None:
         print(f"  {r['id']} {r['kind'][:5]} {r['judged']}", flush=True)
 
 
+def _auc(a: list[float], u: list[float]) -> float:
+    """ROC AUC: how often an answerable question's log-odds ``a`` exceed an unanswerable
+    one's ``u`` (ties count half)."""
+    return sum((x > y) + 0.5 * (x == y) for x in a for y in u) / len(a) / len(u)
+
+
 def threshold(rows: list[dict], refused: float = 0.03) -> str:
     """From the ``judged`` rows: the threshold that declines at most ``refused`` of the
     answerable questions (half-way between the last one it declines and the next), how
@@ -132,7 +140,7 @@ def threshold(rows: list[dict], refused: float = 0.03) -> str:
         return "no judged rows"
     k = int(refused * len(a))  # answerable declined at most
     cut = round((a[k - 1] + a[k]) / 2, 2) if k else round(a[0] - 0.01, 2)
-    auc = sum((x > y) + 0.5 * (x == y) for x in a for y in u) / len(a) / len(u)
+    auc = _auc(a, u)
     return (f"judged: AUC {auc:.2f} over {len(a)} answerable and {len(u)} unanswerable; "
             f"declining below {cut:+.2f} refuses {sum(x < cut for x in a)}/{len(a)} "
             f"answerable and declines {sum(y < cut for y in u)}/{len(u)} unanswerable; "
@@ -149,7 +157,7 @@ def separation(rows: list[dict]) -> str:
         u = [r["logodds"][name] for r in rows if "logodds" in r and r["kind"] == "unanswerable"]
         if not a or not u:
             continue
-        auc = sum((x > y) + 0.5 * (x == y) for x in a for y in u) / len(a) / len(u)
+        auc = _auc(a, u)
         out.append(f"{name}: AUC {auc:.2f}, mean log-odds answerable {sum(a) / len(a):.2f} "
                    f"unanswerable {sum(u) / len(u):.2f}; greedy answers {sum(x > 0 for x in a)}"
                    f"/{len(a)} answerable, {sum(y > 0 for y in u)}/{len(u)} unanswerable")

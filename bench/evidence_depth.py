@@ -24,31 +24,18 @@ sys.path.insert(0, str(ROOT))
 
 
 def gold_shown(questions_file: Path, kb_dir: Path, home: Path, depth: int) -> dict[str, bool]:
+    """Per answerable question: is the gold in the first prompt the model is shown (the
+    runs of :func:`bench.decline_census.census`, ``depth`` hits a search)?"""
     import kbagent.agent.run.policy as policy
     from bench.bench_agent import correct
-    from kbagent.agent.run.decline import DECLINE
-    from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
-    from kbagent.kb.embedder import load_embedder
-    from kbagent.kb.ingest import Ingestor
-    from kbagent.kb.knowledge_base import KnowledgeBase
-    from kbagent.settings import Settings
-    from tests.scripted_llm import ScriptedLLM
+    from bench.decline_census import census
 
     policy.DEPTH = 1  # ``depth`` is the hits asked for, not a multiple of them
-    settings = Settings.load(home=home)
-    Ingestor(settings, kb_dir.name, embedder=load_embedder()).run(kb_dir)
-    kb = KnowledgeBase(settings, kb_dir.name)
-    out = {}
-    for line in questions_file.read_text().splitlines():
-        q = json.loads(line)
-        if q["kind"] in ("unanswerable", "chit-chat"):
-            continue
-        llm = ScriptedLLM([lambda _m: DECLINE] * 8)
-        config = AgentConfig(mode="auto", tools="full", answer_policy="model", rag_top_k=depth)
-        run_to_result(Agent(llm, [kb], config), q["question"])
-        prompt = llm.calls[0]["messages"][-1].content if llm.calls else ""
-        out[q["id"]] = correct(q, prompt.split("\n\nBefore you answer:")[0], [])
-    return out
+    gold = {q["id"]: q for q in map(json.loads, questions_file.read_text().splitlines())}
+    return {r["id"]: correct(gold[r["id"]], r["first"][-1][1].split("\n\nBefore you answer:")[0]
+                             if r["first"] else "", [])
+            for r in census(questions_file, kb_dir, home, depth)
+            if r["kind"] not in ("unanswerable", "chit-chat")}
 
 
 def main() -> None:
