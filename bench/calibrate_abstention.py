@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 def measure() -> list[dict[str, Any]]:
     from kbagent.agent.answer.evidence import question_terms
-    from kbagent.agent.answer.grounding import LONG_QUESTION_TERMS, Grounding
+    from kbagent.agent.harness.grounding import LONG_QUESTION_TERMS, Grounding
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor

@@ -46,13 +46,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_agent import correct  # noqa: E402
 from replay_harness import open_kb, run_harness  # noqa: E402
 
-from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
 from kbagent.agent.answer.citations import Citation  # noqa: E402
 from kbagent.agent.answer.evidence import gather_units, score_units  # noqa: E402
 from kbagent.agent.answer.focus import AnswerType, focus_of  # noqa: E402
-from kbagent.agent.answer.short import spans  # noqa: E402
-from kbagent.agent.answer.span_rules import cited_common_names  # noqa: E402
 from kbagent.agent.answer.units import Unit  # noqa: E402
+from kbagent.agent.harness import grounding as grounding_module  # noqa: E402
+from kbagent.agent.harness.short import spans  # noqa: E402
+from kbagent.agent.harness.span_rules import cited_common_names  # noqa: E402
 
 Question = tuple[np.ndarray, np.ndarray]  # features (units x 3), gold (units)
 

@@ -37,7 +37,7 @@ DEFAULT_SETS = "tests/data/sample_questions.jsonl,bench/paraphrase_questions.jso
 
 
 def measure(paths: list[Path], features: bool) -> list[dict[str, Any]]:
-    from kbagent.agent.answer.grounding import Grounding
+    from kbagent.agent.harness.grounding import Grounding
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.embedder import load_embedder
     from kbagent.kb.ingest import Ingestor

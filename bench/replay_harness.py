@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_agent import correct, first_sentence  # noqa: E402
 
-from kbagent.agent.answer import grounding as grounding_module  # noqa: E402
 from kbagent.agent.answer.evidence import Scored, gather_units, same_text, score_units  # noqa: E402
 from kbagent.agent.events import AgentResult  # noqa: E402
+from kbagent.agent.harness import grounding as grounding_module  # noqa: E402
 from kbagent.agent.llm.llama import LlamaCppLLM  # noqa: E402
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result  # noqa: E402
 from kbagent.kb.embedder import load_embedder  # noqa: E402

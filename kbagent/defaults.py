@@ -28,7 +28,7 @@ class SearchFirst(StrEnum):
 
 class ShortAnswerMode(StrEnum):
     """Who states the short answer (setting ``short_answer``;
-    kbagent/agent/run/short_turn.py)."""
+    kbagent/agent/harness/short_turn.py)."""
 
     AUTO = "auto"  # harness with the bundled model, write with any other
     HARNESS = "harness"  # the harness's best span, no LLM call

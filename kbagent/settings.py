@@ -253,15 +253,15 @@ class Settings(BaseSettings):
     time_limit: Float = D.time_limit  # seconds of wall time per question
     # grounded answers: facts checked against what they cite (repaired or removed),
     # multi-part and arithmetic questions taken apart by the harness, abstention when
-    # nothing covers the question (kbagent/agent/answer/grounding.py)
+    # nothing covers the question (kbagent/agent/harness/grounding.py)
     grounded: Bool = D.grounded
     # who states the short answer the answer begins with: auto (the harness's best span
     # with the bundled model, any other model writes it, checked), harness (no LLM
     # call), pick (the model picks a span under a grammar), write
-    # (kbagent/agent/run/short_turn.py)
+    # (kbagent/agent/harness/short_turn.py)
     short_answer: ShortAnswerMode = D.short_answer
     # the model judges which of the five best units states the answer, one yes/no
-    # reading each, no generation (kbagent/agent/run/judge.py); off by default: it did
+    # reading each, no generation (kbagent/agent/harness/judge.py); off by default: it did
     # not put the fact first more often with the models measured
     answer_judge: Bool = D.answer_judge
     # who writes a knowledge answer (issue 44): the model, checked (from 1B parameters,

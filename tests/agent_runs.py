@@ -58,7 +58,7 @@ def silent_reason(pages: dict[str, str], question: str) -> str | None:
     the real sentence embedder, a word "mentioned" when some page holds it."""
     from kbagent.agent.answer.citations import CitationLedger
     from kbagent.agent.answer.evidence import SentenceVectors
-    from kbagent.agent.answer.grounding import Grounding
+    from kbagent.agent.harness.grounding import Grounding
     from kbagent.kb.embedder import load_embedder
 
     ledger = CitationLedger()

@@ -1,5 +1,5 @@
 """The model's judgment of which unit states the answer (issue 22, session 15;
-kbagent/agent/run/judge.py, setting ``answer_judge``).
+kbagent/agent/harness/judge.py, setting ``answer_judge``).
 
 The scripted model stands in for the judgment (a decision); the KB, the harness's
 ranking, the re-ordering and the answer around it are real. The pages are constructed
@@ -15,8 +15,8 @@ import pytest
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.answer.units import Unit
 from kbagent.agent.cancel import CancelToken
+from kbagent.agent.harness.judge import JUDGE_UNITS, judge
 from kbagent.agent.llm.base import Message
-from kbagent.agent.run.judge import JUDGE_UNITS, judge
 from kbagent.errors import BackendError
 from kbagent.settings import Settings, SettingsError
 from tests.agent_runs import ask_one_file

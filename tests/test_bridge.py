@@ -1,6 +1,6 @@
 """Multi-hop questions in the default mode (issue 22): which questions the router takes
 for bridge and comparison questions (and which it does not), and the pure pieces of the
-bridge path (:mod:`kbagent.agent.run.bridge`): dates that decide an order, the second
+bridge path (:mod:`kbagent.agent.harness.bridge`): dates that decide an order, the second
 hop's sentences ranked first. The path itself: tests/test_multi_hop_auto.py."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from kbagent.agent.answer.citations import Citation
+from kbagent.agent.harness.bridge import Hop, name_answer, second_hop_units, short_of
+from kbagent.agent.harness.compare import decide, first_date
 from kbagent.agent.kinds import AskMode
-from kbagent.agent.run.bridge import Hop, name_answer, second_hop_units, short_of
-from kbagent.agent.run.compare import decide, first_date
 from kbagent.agent.run.router import multi_hop, pair, route
 
 KISS_Q = ("What government position was held by the woman who portrayed Corliss Archer in "

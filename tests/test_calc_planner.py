@@ -10,7 +10,7 @@ import pytest
 from kbagent.agent.answer.citations import Citation, clean_text
 from kbagent.agent.answer.evidence import units_of
 from kbagent.agent.events import Action, Final
-from kbagent.agent.run.decompose import Operand, calc_plan_of, expression, find_operand
+from kbagent.agent.harness.decompose import Operand, calc_plan_of, expression, find_operand
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.ingest import Ingestor
 from kbagent.kb.knowledge_base import KnowledgeBase

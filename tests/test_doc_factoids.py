@@ -19,10 +19,10 @@ import pytest
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.evidence import score_units, units_of
 from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
-from kbagent.agent.answer.short import short_answer, spans
-from kbagent.agent.answer.span_rules import common_names
 from kbagent.agent.answer.units import UnitKind
 from kbagent.agent.events import Final
+from kbagent.agent.harness.short import short_answer, spans
+from kbagent.agent.harness.span_rules import common_names
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings

@@ -10,7 +10,7 @@ from kbagent.agent.answer.evidence import (
     numbers_in,
     units_of,
 )
-from kbagent.agent.run.decompose import (
+from kbagent.agent.harness.decompose import (
     Operand,
     calc_plan_of,
     expression,

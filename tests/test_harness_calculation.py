@@ -1,6 +1,6 @@
 """The harness's calculation stage: a total of a count and an amount per each, and a
 count asked for a span of time scaled from a stated rate, computed by the calculator and
-written first (``run/totals.py``, ``run/calc_plan.py``, ``run/calculation.py``).
+written first (``harness/totals.py``, ``harness/calc_plan.py``, ``harness/calculation.py``).
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -27,7 +27,7 @@ SETTINGS = (
 
 
 def test_a_total_of_a_count_and_an_amount_per_each_is_computed():
-    from kbagent.agent.run.totals import total_of, wants_total
+    from kbagent.agent.harness.totals import total_of, wants_total
 
     q = ("When the frob daemon starts and its port is in use, how many seconds in total does "
          "it keep retrying to bind the socket with the default settings?")

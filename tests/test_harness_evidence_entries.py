@@ -2,7 +2,7 @@
 ``--help`` listing's options, a Sphinx entry and its version note, each read with the
 description that goes with it, and the answer that quotes the entry with the description
 it leads with, or a sentence with the line it leads into (``answer/units.py``,
-``answer/unit_links.py``, ``answer/unit_lines.py``).
+``harness/unit_links.py``, ``answer/unit_lines.py``).
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.answer.short import short_answer
 from kbagent.agent.answer.units import UnitKind, units_of
+from kbagent.agent.harness.short import short_answer
 from kbagent.kb.html_text import html_to_lines
 from tests.agent_runs import ask_one_file, cite
 from tests.agent_runs import ask_one_file as _ask
@@ -35,7 +35,7 @@ OPTIONS = (
 
 
 def test_an_entrys_header_row_alone_is_a_unit_read_with_its_description():
-    from kbagent.agent.answer.unit_links import entry_of
+    from kbagent.agent.harness.unit_links import entry_of
 
     raw = ("frob_size_limit | Use: main | Type: string | Default: 40M\n\n"
            "This option limits the maximum size of message that the frob daemon will "

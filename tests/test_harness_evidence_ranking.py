@@ -10,7 +10,7 @@ from __future__ import annotations
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.short import short_answer
+from kbagent.agent.harness.short import short_answer
 from kbagent.kb.embedder import load_embedder
 from tests.agent_runs import cite
 from tests.harness_cases import option_citation as _cite

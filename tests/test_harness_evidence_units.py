@@ -10,8 +10,8 @@ The harness policy's frozen rules, on constructed text: see ``tests/harness_case
 from __future__ import annotations
 
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.answer.short import short_answer
 from kbagent.agent.answer.units import units_of
+from kbagent.agent.harness.short import short_answer
 from kbagent.kb.html_text import html_to_lines
 from tests.agent_runs import cite
 from tests.harness_cases import FROBD

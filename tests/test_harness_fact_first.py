@@ -1,7 +1,7 @@
 """The harness's fact-first stage: the short answer the final turn writes before anything
-else, cited, and the span of a source sentence it is (``answer/short.py``,
-``answer/span_rules.py``, ``answer/name_spans.py``, ``answer/defaults.py``,
-``run/final_turn.py``): which spans are figures of the kind asked for, names of the class
+else, cited, and the span of a source sentence it is (``harness/short.py``,
+``harness/span_rules.py``, ``harness/name_spans.py``, ``harness/defaults.py``,
+``harness/final_turn.py``): which spans are figures of the kind asked for, names of the class
 asked for, the default a page states (not an example's value, and the value under a
 condition on a release), and a "Yes" or "No" read from the clause that answers.
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.short import short_answer, spans, yes_no
-from kbagent.agent.answer.span_rules import qualified, range_release
 from kbagent.agent.answer.units import units_of
 from kbagent.agent.events import Final
+from kbagent.agent.harness.short import short_answer, spans, yes_no
+from kbagent.agent.harness.span_rules import qualified, range_release
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings
@@ -362,7 +362,7 @@ def test_a_heading_that_is_no_persons_name_gives_no_name():
 
 
 def test_a_part_of_a_persons_name():
-    from kbagent.agent.answer.name_spans import name_part
+    from kbagent.agent.harness.name_spans import name_part
 
     q = "What is the middle name of the actress who plays Bobbi Bacha in Suburban Madness?"
     assert name_part(q, "Sela Ann Ward") == "Ann"
@@ -526,7 +526,7 @@ def test_no_such_function_is_no():
 
 
 def test_switched_off_answers_no_to_whether_it_is_done() -> None:
-    from kbagent.agent.answer.short import yes_no
+    from kbagent.agent.harness.short import yes_no
 
     sentence = ("Recent releases of Frob disable checksum validation by default due to the "
                 "prevalence of offloading in modern hardware.")

@@ -2,7 +2,7 @@
 of answer asked for (read from the sentence that asks, not the story around it), the
 things the question names, its parts, and whether it goes to one search or to a multi-hop
 run (``answer/focus.py``, ``answer/kind_rules.py``, ``answer/named.py``,
-``run/clauses.py``, ``run/decompose.py``, ``run/router.py``).
+``harness/clauses.py``, ``harness/decompose.py``, ``run/router.py``).
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.short import short_answer, spans
+from kbagent.agent.harness.clauses import clauses
+from kbagent.agent.harness.decompose import parts_of
+from kbagent.agent.harness.short import short_answer, spans
 from kbagent.agent.kinds import AskMode
-from kbagent.agent.run.clauses import clauses
-from kbagent.agent.run.decompose import parts_of
 from kbagent.agent.run.router import multi_hop, route
 
 
@@ -169,7 +169,7 @@ def test_a_question_word_after_and_still_opens_a_second_question(question: str) 
 
 
 def test_which_one_in_a_later_clause_is_the_first_clauses_thing() -> None:
-    from kbagent.agent.run.decompose import parts_of
+    from kbagent.agent.harness.decompose import parts_of
 
     parts = parts_of("For a scripted rollout of the Frob installer: which switch makes it run "
                      "without any dialogs, and which one skips the installer's CRC check?")

@@ -17,7 +17,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kbagent"
 MAX_LINES = 400
 MAX_AGENT_TOP_MODULES = 8
-AGENT_ROOMS = {"answer", "llm", "run", "tools"}
+AGENT_ROOMS = {"answer", "harness", "llm", "run", "tools"}
+# the one module outside the small-model policy's room that imports it (issue 44, item 1)
+HARNESS_DOOR = "kbagent.agent.run.loop"
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +116,19 @@ def test_rooms_depend_downwards(graph: grimp.ImportGraph) -> None:
                                                     as_packages=True):
                 bad.append(" -> ".join(chain))
     assert bad == []
+
+
+def test_the_harness_is_a_room_of_its_own(graph: grimp.ImportGraph) -> None:
+    """The small-model policy's rules (kbagent/agent/harness) are reached through the
+    loop only: no shared stage, no other policy and no surface imports them."""
+    harness = "kbagent.agent.harness"
+    inside = graph.find_descendants(harness) | {harness}
+    importers = {m for h in inside for m in graph.find_modules_that_directly_import(h)}
+    assert importers - inside == {HARNESS_DOOR}
+    # nothing shared reaches it through the door either: only the surfaces and the
+    # session layer import the loop
+    agent = graph.find_descendants("kbagent.agent")
+    assert not graph.find_modules_that_directly_import(HARNESS_DOOR) & agent
 
 
 def test_no_module_over_400_lines() -> None:

@@ -189,7 +189,7 @@ def test_the_real_model_picks_a_short_answer_among_the_spans_it_is_given(llm, sa
     """Mechanics only (a real model's choice differs between CPUs): with ``pick`` the
     bundled model's output, under the span grammar, is one of the sentence's spans."""
     from kbagent.agent.answer.focus import focus_of
-    from kbagent.agent.answer.short import spans
+    from kbagent.agent.harness.short import spans
     from kbagent.agent.kinds import ShortAnswerMode
     from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
     from kbagent.kb.knowledge_base import KnowledgeBase

@@ -171,7 +171,7 @@ def test_reads_a_judgment_from_the_servers_top_logprobs(server_url):
     options' log-probabilities; the judge re-orders with them like with a local model."""
     from kbagent.agent.answer.evidence import Scored
     from kbagent.agent.answer.units import Unit
-    from kbagent.agent.run.judge import judge, prompt
+    from kbagent.agent.harness.judge import judge, prompt
 
     llm = OpenAICompatLLM(server_url, "smollm2")
     messages = prompt("How big can the cache grow?", "cache.md", "The cache holds at most 2 GB.")

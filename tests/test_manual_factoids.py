@@ -19,9 +19,9 @@ from __future__ import annotations
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.evidence import score_units, units_of
 from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
-from kbagent.agent.answer.short import short_answer, spans, yes_no
 from kbagent.agent.answer.units import Unit, UnitKind
-from kbagent.agent.run.decompose import parts_of
+from kbagent.agent.harness.decompose import parts_of
+from kbagent.agent.harness.short import short_answer, spans, yes_no
 
 
 def _unit(text: str, n: int = 1, kind: UnitKind = UnitKind.DEFINITION) -> Unit:

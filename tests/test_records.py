@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import AgentResult, Final, StepRecord, Usage
 from kbagent.agent.kinds import SEARCH_TOOLS, RepairAction, Status, ToolName, ToolSet
 from kbagent.agent.llm.trace import TRACE_VERSION, TraceWriter, read_trace, trace_events
@@ -20,6 +19,7 @@ from kbagent.agent.records import (
     References,
     Repair,
     SentenceRecord,
+    describe_repairs,
 )
 from kbagent.agent.run.loop import Agent, AgentConfig, run_to_result
 from kbagent.agent.tools.base import ToolCall

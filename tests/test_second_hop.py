@@ -1,15 +1,15 @@
 """The second hop of a bridge question (issue 22, HotpotQA in the default mode): which
-gathered document the answer comes from (:mod:`kbagent.agent.run.second_hop`, through
-:func:`kbagent.agent.run.bridge.second_hop_units`) and the short answer's span
-(:func:`kbagent.agent.run.bridge.short_of`). Constructed paragraphs in HotpotQA's shape
+gathered document the answer comes from (:mod:`kbagent.agent.harness.second_hop`, through
+:func:`kbagent.agent.harness.bridge.second_hop_units`) and the short answer's span
+(:func:`kbagent.agent.harness.bridge.short_of`). Constructed paragraphs in HotpotQA's shape
 (a paragraph starts with its title entity); a neighbour that restates the question
 shares its words but not the fact."""
 
 from __future__ import annotations
 
 from kbagent.agent.answer.citations import Citation
-from kbagent.agent.run.bridge import Hop, second_hop_units, short_of
-from kbagent.agent.run.hop_answer import head_of
+from kbagent.agent.harness.bridge import Hop, second_hop_units, short_of
+from kbagent.agent.harness.hop_answer import head_of
 
 
 def _doc(n: int, title: str, text: str) -> Citation:

@@ -1,4 +1,4 @@
-"""The short answer (agent/answer/short.py, agent/run/short_turn.py): the fact in a few
+"""The short answer (agent/harness/short.py, agent/harness/short_turn.py): the fact in a few
 words, copied from one source sentence, leads the answer; ``short_answer`` carries it."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.answer.short import short_answer, span_grammar, spans
 from kbagent.agent.events import Final
+from kbagent.agent.harness.short import short_answer, span_grammar, spans
 from kbagent.agent.kinds import ShortAnswerMode
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
@@ -149,8 +149,8 @@ def test_a_written_short_answer_is_kept_only_when_the_sources_hold_it(kb) -> Non
 
 
 def test_auto_lets_the_bundled_model_leave_it_to_the_harness_and_others_write() -> None:
+    from kbagent.agent.harness.short_turn import effective_mode
     from kbagent.agent.llm.llama import BUNDLED_FILE
-    from kbagent.agent.run.short_turn import effective_mode
 
     bundled = ScriptedLLM([], name=BUNDLED_FILE)
     assert effective_mode(ShortAnswerMode.AUTO, bundled) is ShortAnswerMode.HARNESS

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from kbagent.agent.kinds import RepairAction
+from kbagent.text import shorten
 
 # provenance stamps (kbagent.kb.provenance.stamp_references): written only once set
 STAMPS = ("text_sha", "doc_hash", "generation")
@@ -148,3 +149,20 @@ class Repair:
         w = d.get("with")
         return cls(str(d.get("sentence", "")), tuple(str(m) for m in d.get("missing") or []),
                    RepairAction(d["action"]), None if w is None else int(w))
+
+
+def describe_repairs(repairs: list[Repair]) -> list[str]:
+    """What the grounding check did to the model's sentences, one line each."""
+    out = []
+    for r in repairs:
+        said = shorten(r.sentence, 90, at_word=True)
+        missing = ", ".join(r.missing)
+        if r.action is RepairAction.REPLACED:
+            out.append(f"corrected: \u201c{said}\u201d ({missing}: not in its source); the "
+                       f"source sentence [{r.with_}] is quoted instead")
+        elif r.action is RepairAction.RECITED:
+            out.append(f"re-cited: \u201c{said}\u201d to [{r.with_}], the source that "
+                       f"says it")
+        else:
+            out.append(f"removed: \u201c{said}\u201d ({missing}: in no source found)")
+    return out

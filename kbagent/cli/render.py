@@ -6,7 +6,6 @@ import json
 import re
 from typing import Any
 
-from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import (
     Action,
     AgentResult,
@@ -18,6 +17,7 @@ from kbagent.agent.events import (
     ThoughtDelta,
 )
 from kbagent.agent.kinds import StepKind
+from kbagent.agent.records import describe_repairs
 from kbagent.cli.common import literal
 from kbagent.text import shorten
 

@@ -14,7 +14,6 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
-from kbagent.agent.answer.grounding import describe_repairs
 from kbagent.agent.events import (
     Action,
     AnswerDelta,
@@ -25,6 +24,7 @@ from kbagent.agent.events import (
     ThoughtDelta,
 )
 from kbagent.agent.kinds import ErrorKind
+from kbagent.agent.records import describe_repairs
 from kbagent.errors import KbagentError
 from kbagent.tui.format import plain, reference_detail
 from kbagent.tui.host import host

@@ -1,8 +1,8 @@
 """What a question asks for: its *focus* and the *kind of answer* it wants.
 
 The evidence ranking (:mod:`~kbagent.agent.answer.evidence`), the abstention check
-(:mod:`~kbagent.agent.answer.grounding`) and the short answer
-(:mod:`~kbagent.agent.answer.short`) read a question through one :class:`Focus`:
+(:mod:`~kbagent.agent.harness.grounding`) and the short answer
+(:mod:`~kbagent.agent.harness.short`) read a question through one :class:`Focus`:
 
 * ``terms``: the question's content words (stemmed), without the words that only say
   what kind of answer is wanted ("what", "how many", "tell me");

@@ -8,8 +8,10 @@ sentence gets a support verdict against its chunks (:mod:`kbagent.agent.answer.s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from typing import Protocol
 
 from kbagent.agent.answer.citations import (
     MIN_LCS,
@@ -19,7 +21,6 @@ from kbagent.agent.answer.citations import (
     content_tokens,
     weighted_len,
 )
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.sentences import (
     MARKER,
     ProcessedSentence,
@@ -30,6 +31,23 @@ from kbagent.agent.answer.sentences import (
     sentence_spans,
 )
 from kbagent.agent.answer.support import support
+from kbagent.agent.records import Repair
+
+# a sentence's support against the chunks it cites: (score, supported), None unchecked
+SupportCheck = Callable[[str, list[int]], "tuple[float, bool] | None"]
+
+
+class SentenceRepair(Protocol):
+    """The small-model policy's grounding check (:class:`~kbagent.agent.harness.grounding.
+    Grounding`), passed in by the loop: this room never imports the harness."""
+
+    extra_numbers: set[str]  # calculator results, which a sentence may state
+    repairs: list[Repair]  # what it did to the model's sentences
+
+    def check(self, sent: ProcessedSentence, plain: str, support: SupportCheck
+              ) -> ProcessedSentence | None: ...
+
+    def cited_text(self, numbers: list[int]) -> str: ...
 
 _QUOTED = re.compile(r"\u201c(.+)\u201d")
 _ENDED = re.compile(r"[.!?。！？…][\"'”’)\]」』）]*$")  # text that ends a sentence
@@ -52,9 +70,10 @@ class AnswerProcessor:
     # chunk number -> (its lowered text, a matcher holding it as seq2); the text is
     # kept beside the matcher because SequenceMatcher's ``b`` is not public API
     _matchers: dict[int, tuple[str, SequenceMatcher[str]]] = field(default_factory=dict)
-    # grounded answers (kbagent.agent.answer.grounding): every model sentence's facts must be in
-    # what it cites, or it is replaced by the source sentence that supports it, or removed
-    grounding: Grounding | None = None
+    # grounded answers (kbagent.agent.harness.grounding): every model sentence's facts must
+    # be in what it cites, or it is replaced by the source sentence that supports it, or
+    # removed
+    grounding: SentenceRepair | None = None
     harness_text: bool = False  # what is fed now is the harness's notice, not the model's
     seen: int = 0  # sentences processed, kept or not
     repeat_seen: bool = False  # a repeated sentence was dropped (see drop_repeat)

@@ -2,7 +2,7 @@
 split into sentences, the :class:`ProcessedSentence` record every answer sentence
 becomes, and where a harness-placed marker goes. Shared by the answer processor
 (:mod:`~kbagent.agent.answer.processor`) and the grounding checks
-(:mod:`~kbagent.agent.answer.grounding`), which sit above it."""
+(:mod:`~kbagent.agent.harness.grounding`), which sit above it."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, StepStarted
 from kbagent.agent.kinds import ErrorKind, FinishReason, Status, StepKind
 from kbagent.agent.llm.base import LLM, ContextFull, Message
 from kbagent.agent.run.conversation import in_conversation
-from kbagent.agent.run.decline import choose, doubt
+from kbagent.agent.run.decline import EvidenceTest, choose, doubt
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.gather import gather
 from kbagent.agent.run.generation import generate
@@ -221,10 +221,11 @@ def checked(reply: Reply, cited: dict[int, str], question: str, max_tokens: int,
 
 
 def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int,
-            max_tokens: int, vectors: SentenceVectors | None, keep: Sequence[int] = ()
-            ) -> Generator[Event, None, tuple[Authored | None, int]]:
+            max_tokens: int, vectors: SentenceVectors | None, test: EvidenceTest,
+            keep: Sequence[int] = ()) -> Generator[Event, None, tuple[Authored | None, int]]:
     """Compose, search again when asked, check, ask again once (``keep``: chunks
-    shown whatever their rank). Returns what was written (None when the run was
+    shown whatever their rank; ``test``: the harness's abstention test, which makes
+    the model choose). Returns what was written (None when the run was
     stopped) and the next step number."""
     searches = 0
     never: list[str] | None = None  # the question's words the KB never mentions
@@ -237,7 +238,7 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
                                       getattr(s.ctx.searcher, "is_word", None))
         system = _system(MAX_SEARCHES - searches)
         evidence = evidence_message(s, sources, best, never)
-        reason = doubt(s, vectors or SentenceVectors(None), partial(_mentions, s),
+        reason = doubt(s, test, vectors or SentenceVectors(None), partial(_mentions, s),
                        max(0, len(searched(s)) - 1))
         if reason is not None:  # the harness's test doubts the evidence: the model chooses
             declined = yield from choose(llm, cancel, s, step, system, evidence, reason)
@@ -328,7 +329,7 @@ def show(s: RunState, written: Authored) -> Generator[Event, None, None]:
 
 
 def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: bool,
-                   cfg: AgentConfig) -> Generator[Event, None, None]:
+                   cfg: AgentConfig, test: EvidenceTest) -> Generator[Event, None, None]:
     """The final turn of the model-authored policy (a two-hop question's follow-up
     searches first, :mod:`~kbagent.agent.run.gather`), ended as every run ends: the
     checked answer and ``Final`` (answered, or limit when a limit ended the loop); a
@@ -346,7 +347,7 @@ def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: b
     try:
         written, _ = yield from compose(s, step, llm, cancel, top_k=top_k,
                                         max_tokens=cfg.final_max_tokens, vectors=vectors,
-                                        keep=keep)
+                                        test=test, keep=keep)
     except ContextFull:
         yield from fallback_answer(s, Status.LIMIT, "the context window is full")
         return

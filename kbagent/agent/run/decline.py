@@ -3,8 +3,9 @@ calibrated test says the evidence may not answer the question, the model is told
 must choose, in one constrained word, whether to answer or to say that the knowledge
 base does not say.
 
-The test is :meth:`~kbagent.agent.answer.grounding.Grounding.silent_reason`, the one
-the small-model policy abstains by (a thing asked about that no readable chunk mentions,
+The test is the small-model policy's (:func:`~kbagent.agent.harness.grounding.
+abstention_reason`, passed in by the loop: this room never imports the harness), the one
+it abstains by (a thing asked about that no readable chunk mentions,
 a year nothing gathered holds, or no unit of the best that covers what is asked). Under
 the harness it decides; here it only informs: the model reads the sources and the reason
 and replies ``ANSWER`` or ``NOT_IN_KB`` (a GBNF grammar allows nothing else). ``ANSWER``
@@ -18,14 +19,13 @@ begin with the choice cannot read past it.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from typing import Protocol
 
 from kbagent.agent.answer.evidence import SentenceVectors
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event, StepStarted, ThoughtDelta
 from kbagent.agent.kinds import StepKind
 from kbagent.agent.llm.base import LLM, Message
-from kbagent.agent.run.final_turn import EVIDENCE_UNITS  # the harness's test reads as many
 from kbagent.agent.run.generation import generate
 from kbagent.agent.run.router import multi_hop
 from kbagent.agent.run.state import RunState, StepDone, record_step
@@ -36,8 +36,16 @@ CHOICE_TOKENS = 8  # room for either word (a backend without grammars may add a 
 ASKED = "The sources may not answer this:"  # how the choice's step begins its thought
 
 
-def doubt(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
-          searched: int) -> str | None:
+class EvidenceTest(Protocol):
+    """Why the evidence ``s`` gathered may not answer its question (None: it may), by the
+    harness's calibrated test; ``one_source``: one chunk must hold every name asked."""
+
+    def __call__(self, s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
+                 one_source: bool) -> str | None: ...
+
+
+def doubt(s: RunState, test: EvidenceTest, vectors: SentenceVectors,
+          mentioned: Callable[[str], bool], searched: int) -> str | None:
     """Why the gathered evidence may not answer the question, worded for the model, or
     None when the harness's test finds it may (or must not judge yet).
 
@@ -52,10 +60,7 @@ def doubt(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool
     hop = multi_hop(s.question) is not None
     if hop and not searched:
         return None
-    g = Grounding(s.question, s.ledger, mentioned=mentioned,
-                  is_word=getattr(s.ctx.searcher, "is_word", None), vectors=vectors,
-                  one_source=not hop)
-    reason = g.silent_reason(g.evidence(limit=EVIDENCE_UNITS))
+    reason = test(s, vectors, mentioned, not hop)
     if reason is None:
         return None
     if reason.startswith("it "):  # "it never mentions “X”": the knowledge base does not

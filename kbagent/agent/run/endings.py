@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 from kbagent.agent.events import AnswerDelta, ErrorEvent, Event, Final
 from kbagent.agent.kinds import AskMode, ErrorKind, FinishReason, Status
-from kbagent.agent.run.final_turn import ensure_answer
 from kbagent.agent.run.state import RunState, evidence_lines, result_of
 
 
@@ -19,14 +18,14 @@ def _final(s: RunState, status: Status) -> Final:
 
 def finish(s: RunState, status: Status) -> Iterator[Event]:
     """The model's answer is written: flush it (no half sentence when it was cut off);
-    a grounded run makes sure something checked is left, and an empty answer says
-    so."""
+    the answer policy's closing runs (the harness makes sure something checked is
+    left), and an empty answer says so."""
     if s.last_finish in (FinishReason.LENGTH, FinishReason.REPETITION):
         s.processor.drop_unfinished()
     for sent in s.processor.finish():
         yield AnswerDelta(sent.text, sent.supported)
-    if s.processor.grounding is not None:
-        yield from ensure_answer(s)
+    if s.closing is not None:
+        yield from s.closing(s)
     if not s.processor.answer:
         text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
                 else "Hello! Ask me anything about your documents.")

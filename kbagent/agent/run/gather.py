@@ -4,7 +4,7 @@ composes, the harness's own follow-up searches gather the second hop's evidence.
 A question about a thing it describes rather than names ("the director of the film
 that ...") or comparing two (:func:`~kbagent.agent.run.router.multi_hop`) is answered
 from two documents, and its own search seldom finds both. The harness's multi-hop path
-(:mod:`~kbagent.agent.run.bridge`) searches what the first hits point to
+(:mod:`~kbagent.agent.harness.bridge`) searches what the first hits point to
 (:func:`~kbagent.agent.run.search_memory.pending_followups`: the bridge name in the
 first-hop document with the question's remaining words, or each compared thing no hit
 names yet); the model policy makes the same searches, each a visible step, and shows

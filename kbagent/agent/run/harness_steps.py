@@ -4,14 +4,13 @@ loop when ``search_first`` is "question"), follow-up searches for multi-hop
 questions, a search per part or operand of a decomposed question, and the
 ``calculate`` tool over figures read from the sources. The loop
 (:mod:`~kbagent.agent.run.loop`) and the grounded turn
-(:mod:`~kbagent.agent.run.final_turn`) both call these."""
+(:mod:`~kbagent.agent.harness.final_turn`) both call these."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from typing import Any
 
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.events import Action, AnswerDelta, Event, Observation, StepStarted
 from kbagent.agent.kinds import StepKind, ToolName, ToolSet
 from kbagent.agent.llm.base import Message
@@ -79,13 +78,6 @@ def calculate_step(s: RunState, step: int, expr: str) -> Generator[Event, None, 
         return None
     s.notes.append(out.text)
     return out.text.rsplit("=", 1)[-1].strip()
-
-
-def grounding_of(s: RunState) -> Grounding:
-    """The run's grounding (the grounded final turns run only with one)."""
-    g = s.processor.grounding
-    assert g is not None
-    return g
 
 
 def say(s: RunState, text: str, role: str, cited: list[int] | None = None,

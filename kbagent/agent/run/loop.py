@@ -1,12 +1,11 @@
 """The ReAct loop: a generator of typed events, bounded by steps, tokens and time.
 
-``Agent.run(question)`` yields :mod:`~kbagent.agent.events` as they happen: Thought text
-while it is generated, each Action and its Observation, the answer sentence by sentence
-(citations already checked), then one ``Final`` with the whole result. The harness, not
-the model, guarantees the rest: every step parses (GBNF with llama.cpp, a lenient parser
-and a RAG fallback elsewhere), knowledge questions search before answering, a repeated
-call is answered from the session cache, and when a limit is hit one final-answer turn
-runs over what was gathered. Cancellation is cooperative (``cancel()``).
+``Agent.run(question)`` yields :mod:`~kbagent.agent.events` as they happen (Thought text,
+each Action and Observation, the answer sentence by sentence with its citations checked,
+one ``Final``). Every step parses (GBNF, or a lenient parser and a RAG fallback), a
+repeated call is answered from the cache, and a limit ends in one final-answer turn over
+what was gathered. The loop is the one module outside :mod:`kbagent.agent.harness` that
+imports it: it hands the answer to a policy (the harness, ``authored`` or plain).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Generator, Iterator
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import SentenceVectors
-from kbagent.agent.answer.grounding import Grounding
 from kbagent.agent.answer.processor import AnswerProcessor
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import (
@@ -26,6 +24,11 @@ from kbagent.agent.events import (
     Final,
     StepStarted,
 )
+from kbagent.agent.harness.bridge import hop_run
+from kbagent.agent.harness.final_turn import decomposable, ensure_answer, grounded_final
+from kbagent.agent.harness.grounding import Grounding, abstention_reason
+from kbagent.agent.harness.judge import rejudger
+from kbagent.agent.harness.short_turn import picker
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
@@ -43,13 +46,10 @@ from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
 from kbagent.agent.run.authored import authored_final
-from kbagent.agent.run.bridge import hop_run
 from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
-from kbagent.agent.run.final_turn import decomposable, grounded_final
 from kbagent.agent.run.generation import MODEL_READY, READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
-from kbagent.agent.run.judge import rejudger
 from kbagent.agent.run.policy import authored_route, model_writes, search_depth
 from kbagent.agent.run.react import (
     ProtocolError,
@@ -63,7 +63,6 @@ from kbagent.agent.run.search_memory import (
     only_harness_searched,
     pending_followups,
 )
-from kbagent.agent.run.short_turn import picker
 from kbagent.agent.run.state import (
     SYSTEM_CLOCK,
     AgentConfig,
@@ -139,8 +138,7 @@ class Agent:
             raise BadInputError("no knowledge base to search; run 'kbagent ingest PATH' first")
         ctx = ToolContext(self.kbs, self.searcher, CitationLedger(cfg.citation_cap),
                           principal=self.principal)
-        ctx.ledger.resolver = ctx.resolve_lines
-        ctx.ledger.locator = ctx.locate
+        ctx.ledger.resolver, ctx.ledger.locator = ctx.resolve_lines, ctx.locate
         now = self.clock.perf_counter()
         grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
                                is_word=getattr(self.searcher, "is_word", None),
@@ -150,7 +148,8 @@ class Agent:
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=grounding),
                      registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
-                     clock=self.clock, context=context, authored=authored)
+                     clock=self.clock, context=context, authored=authored,
+                     closing=ensure_answer if grounding is not None else None)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
@@ -164,7 +163,7 @@ class Agent:
             yield from self._rag(s, fallback=True)
         elif grounding is not None and cfg.mode == AskMode.AUTO and (kind := multi_hop(question)):
             # bridge and comparison questions: the harness's own follow-up searches, each a
-            # visible step, then the second hop's fact (run/bridge.py); no ReAct step
+            # visible step, then the second hop's fact (harness/bridge.py); no ReAct step
             grounding.one_source = False
             ended = yield from hop_run(s, cfg, self._cancel, kind, self.answer_turn, self.llm)
             if not ended:
@@ -315,7 +314,8 @@ class Agent:
                 pick=picker(self.llm, self.config.short_answer, self._cancel),
                 rejudge=rejudger(self.llm, self._cancel, self.config.answer_judge))
         elif s.authored:  # the model writes; the code checks, asks again once, flags
-            yield from authored_final(s, step, self.llm, self._cancel, rag, self.config)
+            yield from authored_final(s, step, self.llm, self._cancel, rag, self.config,
+                                      abstention_reason)
             return
         else:
             sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))

@@ -2,7 +2,7 @@
 factoid -> single retrieval (rag); a composite question -> the full agent loop; a
 multi-hop question (:func:`multi_hop`: a bridge or a comparison) -> the agent route,
 where a grounded run answers it with the harness's own searches
-(:mod:`kbagent.agent.run.bridge`), no ReAct step of the model."""
+(:mod:`kbagent.agent.harness.bridge`), no ReAct step of the model."""
 
 from __future__ import annotations
 

@@ -6,13 +6,14 @@ citation ledger, the session cache of calls, why the run stopped, and the
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
 from kbagent.agent.answer.processor import AnswerProcessor
-from kbagent.agent.events import AgentResult, StepRecord, Usage
+from kbagent.agent.events import AgentResult, Event, StepRecord, Usage
 from kbagent.agent.kinds import (
     AnswerPolicy,
     AskMode,
@@ -66,10 +67,10 @@ class AgentConfig:
     rag_top_k: int = 5
     citation_cap: int = 100
     grounded: bool = default("grounded")
-    # who states the short answer (kbagent/agent/run/short_turn.py); the setting's
+    # who states the short answer (kbagent/agent/harness/short_turn.py); the setting's
     # default (auto) comes through from_settings, a bare config takes no LLM call
     short_answer: ShortAnswerMode = ShortAnswerMode.HARNESS
-    # the model judges which best unit answers (kbagent/agent/run/judge.py)
+    # the model judges which best unit answers (kbagent/agent/harness/judge.py)
     answer_judge: bool = default("answer_judge")
     # who writes a knowledge answer (kbagent/agent/run/authored.py); like short_answer,
     # the setting's default (auto) comes through from_settings, a bare config is harness
@@ -129,6 +130,9 @@ class RunState:
     context: Conversation | None = None
     query: str = ""  # what the harness searches for the question (set from it)
     authored: bool = False  # the model writes the answer (answer policy "model")
+    # what the answer policy says before the Final of a finished answer (the harness's
+    # ensure_answer: something checked is left), passed in by the loop
+    closing: Callable[[RunState], Iterator[Event]] | None = None
 
     def __post_init__(self) -> None:
         self.query = self.query or follow_up_query(self.question, self.context)

@@ -1,6 +1,6 @@
 """How units of an entry read together: an entry's row (its name, type and default) and
 the description below it, a sentence and the line it leads into. The final turn quotes
-them side by side (:mod:`kbagent.agent.run.final_turn`)."""
+them side by side (:mod:`kbagent.agent.harness.final_turn`)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ import re
 from kbagent.agent.answer.citations import STOPWORDS, content_tokens
 from kbagent.agent.answer.evidence import Unit
 from kbagent.agent.answer.focus import in_question
-from kbagent.agent.answer.short import Span
+from kbagent.agent.harness.short import Span
 from kbagent.agent.run.hops import names_in
 
 MAX_HEAD = 4  # words of a class ("country music star")

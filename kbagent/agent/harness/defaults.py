@@ -1,4 +1,4 @@
-"""The value a source states as a default, for :mod:`~kbagent.agent.answer.short`:
+"""The value a source states as a default, for :mod:`~kbagent.agent.harness.short`:
 "defaults to 10", "Default: TraceLog 250", "10 by default", "if omitted, ... is Y", a
 keyword argument the question names ("maxsize=128"), a manual page's parameter with its
 value in parentheses ("line_length_limit (2048)"). A default counts as the asked one only

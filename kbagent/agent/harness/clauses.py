@@ -1,5 +1,5 @@
 """Where a question's second question starts (:func:`clauses`, for
-:func:`~kbagent.agent.run.decompose.parts_of`): "..., and how long did it last?", "?
+:func:`~kbagent.agent.harness.decompose.parts_of`): "..., and how long did it last?", "?
 How ...", not a second predicate of a relative clause ("... that was inspired by ...
 and was the first track on ...") nor a statement that says more about the question
 ("...? I mean the built-in limit when I have not configured anything.")."""

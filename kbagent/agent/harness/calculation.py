@@ -1,7 +1,7 @@
 """The harness's calculation (the grounded final turn's arithmetic path).
 
-For a :class:`~kbagent.agent.run.calc_plan.CalcPlan`, each operand is searched and
-read from the sources (:func:`~kbagent.agent.run.decompose.find_operand`), the
+For a :class:`~kbagent.agent.harness.calc_plan.CalcPlan`, each operand is searched and
+read from the sources (:func:`~kbagent.agent.harness.decompose.find_operand`), the
 ``calculate`` tool computes the expression (a visible step), and the answer leads
 with the result: its first sentence states it ("Retry cap vs connect timeout: 25 s
 longer [1][2]."), and ``RunState.short_answer`` holds it in a few words with the
@@ -18,7 +18,7 @@ from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import Unit, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.support import overlap
 from kbagent.agent.events import AnswerDelta, Event
-from kbagent.agent.run.decompose import (
+from kbagent.agent.harness.decompose import (
     CalcPlan,
     Value,
     answer_value,
@@ -27,10 +27,10 @@ from kbagent.agent.run.decompose import (
     kind_of,
     parse_value,
 )
+from kbagent.agent.harness.grounding import grounding_of as _g
+from kbagent.agent.harness.quantities import Measure, compound_at, unit_after
 from kbagent.agent.run.harness_steps import calculate_step, search_step
-from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
-from kbagent.agent.run.quantities import Measure, compound_at, unit_after
 from kbagent.agent.run.state import RunState
 
 RATE_UNITS = 6  # best units a rate asked for is read from

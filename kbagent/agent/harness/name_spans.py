@@ -1,4 +1,4 @@
-"""Which spans of a source sentence can be a name, for :mod:`~kbagent.agent.answer.short`:
+"""Which spans of a source sentence can be a name, for :mod:`~kbagent.agent.harness.short`:
 not a word capitalised only because a clause starts with it, nor a label; a name without
 the question's own words at its ends; the term of a definition whose text names the
 class asked for ("-h critbit: ... The default hash algorithm"); the full name a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from kbagent.agent.answer.focus import Focus
-from kbagent.agent.answer.span_rules import stems, stems_of
+from kbagent.agent.harness.span_rules import stems, stems_of
 
 CLASS_TERM_WORDS = 6  # a definition names its term's class within this many words
 CLASS_TERM_NAME_WORDS = 3  # a longer "term" is a label ("SQLite is in the Public Domain:")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.answer.span_rules import stems_of
-from kbagent.agent.run.quantities import Measure, Target, asked_unit, measure, num_text
+from kbagent.agent.harness.quantities import Measure, Target, asked_unit, measure, num_text
+from kbagent.agent.harness.span_rules import stems_of
 
 _ASKS = re.compile(r"\bhow (?:many|much|long)\b|\bwhat is the (?:total|maximum|largest)\b",
                    re.IGNORECASE)

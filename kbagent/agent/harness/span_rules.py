@@ -1,4 +1,4 @@
-"""Which spans of a source sentence can be an answer, for :mod:`~kbagent.agent.answer.short`:
+"""Which spans of a source sentence can be an answer, for :mod:`~kbagent.agent.harness.short`:
 the member of the class a question asks for ("MD5 hashing" for "which hash"), names
 every cited document uses (the folder's own subject), a table cell's header, and the
 numbers that are no figures (an option "-5", "RFC 5077", a version "2.4.10", a date).

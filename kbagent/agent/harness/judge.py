@@ -30,8 +30,8 @@ from dataclasses import replace
 
 from kbagent.agent.answer.evidence import Scored
 from kbagent.agent.cancel import CancelToken
+from kbagent.agent.harness.final_turn import Rejudge
 from kbagent.agent.llm.base import LLM, Completion, Message
-from kbagent.agent.run.final_turn import Rejudge
 from kbagent.agent.run.state import RunState
 from kbagent.errors import BackendError
 

@@ -1,4 +1,4 @@
-"""The model's part in the short answer (issue 22, :mod:`kbagent.agent.answer.short`).
+"""The model's part in the short answer (issue 22, :mod:`kbagent.agent.harness.short`).
 
 ``AgentConfig.short_answer`` says who states the fact in a few words:
 
@@ -26,8 +26,8 @@ import re
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import missing_facts
 from kbagent.agent.answer.focus import Focus
-from kbagent.agent.answer.short import MAX_WORDS, span_grammar
 from kbagent.agent.cancel import CancelToken
+from kbagent.agent.harness.short import MAX_WORDS, span_grammar
 from kbagent.agent.kinds import ShortAnswerMode
 from kbagent.agent.llm.base import LLM, Message, complete
 from kbagent.agent.llm.llama import BUNDLED_FILE

@@ -5,7 +5,7 @@ operands in different units of one dimension are converted before they are combi
 and a question that asks for a unit ("in seconds", "how many bytes", "pages per
 second") gets its result in that unit. Data sizes count in powers of 1024 (KB, KiB
 and kilobyte alike), as most software documentation does. Money keeps the existing
-``$9.80M`` handling of :mod:`~kbagent.agent.run.decompose` (no unit here).
+``$9.80M`` handling of :mod:`~kbagent.agent.harness.decompose` (no unit here).
 """
 
 from __future__ import annotations

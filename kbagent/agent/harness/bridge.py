@@ -23,7 +23,7 @@ searches, each a visible step, with no ReAct step of the model.
   answers from the quoted sentences.
 
 A question whose follow-ups find nothing new is answered as the one-search path
-answers it (:func:`~kbagent.agent.run.final_turn.grounded_final`).
+answers it (:func:`~kbagent.agent.harness.final_turn.grounded_final`).
 """
 
 from __future__ import annotations
@@ -35,38 +35,38 @@ from dataclasses import dataclass, field
 from kbagent.agent.answer.citations import Citation, content_tokens
 from kbagent.agent.answer.evidence import Unit, score_units, units_of
 from kbagent.agent.answer.focus import AnswerType, focus_of
-from kbagent.agent.answer.grounding import doc_name, quote
-from kbagent.agent.answer.name_spans import name_part
-from kbagent.agent.answer.short import spans, yes_no
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event
-from kbagent.agent.llm.base import LLM
-from kbagent.agent.run import prompts
-from kbagent.agent.run.compare import (
+from kbagent.agent.harness.compare import (
     NATIONS,
     YEAR,
     decide,
     entity_chunks,
     shared_nationality,
 )
-from kbagent.agent.run.endings import cancelled
-from kbagent.agent.run.final_turn import (
+from kbagent.agent.harness.final_turn import (
     EVIDENCE_UNITS,
     AnswerTurn,
     ShortPick,
     abstain,
     grounded_final,
 )
+from kbagent.agent.harness.grounding import doc_name, quote
+from kbagent.agent.harness.grounding import grounding_of as _g
+from kbagent.agent.harness.hop_answer import by_clause, head_answer
+from kbagent.agent.harness.name_spans import name_part
+from kbagent.agent.harness.second_hop import HopScored, first_hop, rank_second_hop
+from kbagent.agent.harness.short import spans, yes_no
+from kbagent.agent.harness.short_turn import picker
+from kbagent.agent.llm.base import LLM
+from kbagent.agent.run import prompts
+from kbagent.agent.run.endings import cancelled
 from kbagent.agent.run.gather import MAX_HOPS  # the model policy makes as many
-from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.harness_steps import search_step
-from kbagent.agent.run.hop_answer import by_clause, head_answer
 from kbagent.agent.run.hops import names_in
 from kbagent.agent.run.router import HopKind, pair
 from kbagent.agent.run.search_memory import pending_followups
-from kbagent.agent.run.second_hop import HopScored, first_hop, rank_second_hop
-from kbagent.agent.run.short_turn import picker
 from kbagent.agent.run.state import AgentConfig, RunState
 
 SECOND_HOP_QUOTES = 2  # sentences quoted from the second hop's document
@@ -94,7 +94,7 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
     """Search the question and its follow-ups, then answer (the ``Final`` event is the
     caller's); True when the run already ended (a cancel, a failed model call). The
     short answer is stated as ``cfg.short_answer`` says (the model picks a span, or
-    the harness's first span stands: :mod:`~kbagent.agent.run.short_turn`)."""
+    the harness's first span stands: :mod:`~kbagent.agent.harness.short_turn`)."""
     pick = picker(llm, cfg.short_answer, cancel)
     hops: list[Hop] = []
     step = 0
@@ -140,7 +140,7 @@ def second_hop_units(question: str, hops: list[Hop], cites: list[Citation],
     question names (documents whose title it holds; else the question's best hit); the
     second is the gathered document, not a first-hop one, that best answers what the
     first hop leaves open, linked to it or searched for by a follow-up
-    (:func:`~kbagent.agent.run.second_hop.rank_second_hop`)."""
+    (:func:`~kbagent.agent.harness.second_hop.rank_second_hop`)."""
     first = first_hop(question, hops[0].new, cites)
     followed = {n: h.query for h in hops[1:] for n in h.new}
     ranked = rank_second_hop(question, followed, first, cites, units)
@@ -207,10 +207,10 @@ def short_of(question: str, units: list[Unit], firsts: dict[int, Unit] | None = 
              ) -> tuple[str, Unit] | None:
     """The short answer, with the unit that states it: for a question that asks for a
     thing by its class ("What screenwriter ...", "what hedgehog"), the thing of that
-    class any of ``units`` states (:func:`~kbagent.agent.run.hop_answer.head_answer`;
+    class any of ``units`` states (:func:`~kbagent.agent.harness.hop_answer.head_answer`;
     ``firsts``: each citation's first sentence); else the first of the first
     :data:`SHORT_FROM` units that holds one: a span of the kind the question asks for
-    (:mod:`~kbagent.agent.answer.short`; an amount or a name whose own clause holds
+    (:mod:`~kbagent.agent.harness.short`; an amount or a name whose own clause holds
     more of the question first), else, for a question that asks for a thing by name ("What
     government position ...", "Which tribe ..."), the name in the sentence the question
     does not give. "What year"/"which year" keeps the year of a date."""

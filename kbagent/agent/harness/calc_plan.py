@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import QUESTION_WORDS
-from kbagent.agent.run.quantities import MEASURES, SPAN_SUBJECT, Target, asked_unit
+from kbagent.agent.harness.quantities import MEASURES, SPAN_SUBJECT, Target, asked_unit
 
 # An item that can be compared: a period (Q2, H1, FY2026, 2025, Q3 2026), or a short
 # capitalised name (Business, Team).

@@ -1,4 +1,4 @@
-"""Comparison questions of the multi-hop path (:mod:`kbagent.agent.run.bridge`): which
+"""Comparison questions of the multi-hop path (:mod:`kbagent.agent.harness.bridge`): which
 gathered chunks are about each compared thing, and what the documents settle: an
 order ("Who is older, A or B?", "Who was born first ...?") by the first date each
 document gives, a nationality both share ("What nationality were A and B?"). Pure

@@ -6,7 +6,7 @@ asked for (a number with its unit, a duration, a date, a name, an error name, a 
 version, a price, a percentage, the value a default is given, one of the options of a
 choice), never a span the question itself contains, ranked by how close they sit to the
 question's focus in the sentence. :func:`yes_no` answers a yes/no question from a
-sentence. The answer turn (agent/run/final_turn.py) puts the best span first, cited
+sentence. The answer turn (agent/harness/final_turn.py) puts the best span first, cited
 ("128 [1]"), before the quoted source sentence; ``AgentResult.short_answer`` has it.
 
 Every span is a substring of the source sentence, so a short answer states nothing the
@@ -21,13 +21,6 @@ import re
 from dataclasses import dataclass
 
 from kbagent.agent.answer.citations import content_tokens
-from kbagent.agent.answer.defaults import (
-    BY_DEFAULT_NUMBER,
-    DEFAULT_STATED,
-    NO_OPTIONS,
-    asks_default,
-    stated_defaults,
-)
 from kbagent.agent.answer.focus import (
     MEASURE_UNIT,
     MONTH,
@@ -38,7 +31,15 @@ from kbagent.agent.answer.focus import (
     Focus,
     in_question,
 )
-from kbagent.agent.answer.name_spans import (
+from kbagent.agent.answer.phrasing import WITHOUT, is_there_class
+from kbagent.agent.harness.defaults import (
+    BY_DEFAULT_NUMBER,
+    DEFAULT_STATED,
+    NO_OPTIONS,
+    asks_default,
+    stated_defaults,
+)
+from kbagent.agent.harness.name_spans import (
     IDENTIFIER,
     NAME_PART,
     class_term,
@@ -47,8 +48,7 @@ from kbagent.agent.answer.name_spans import (
     part_of_name,
     trim_name,
 )
-from kbagent.agent.answer.phrasing import WITHOUT, is_there_class
-from kbagent.agent.answer.span_rules import (
+from kbagent.agent.harness.span_rules import (
     DOTTED,
     ISO_DATE,
     NAMED_AS,

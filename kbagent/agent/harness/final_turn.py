@@ -2,25 +2,25 @@
 
 The harness carries what a small model cannot:
 
-1. **Parts.** A multi-part question (:func:`~kbagent.agent.run.decompose.parts_of`)
+1. **Parts.** A multi-part question (:func:`~kbagent.agent.harness.decompose.parts_of`)
    gets one search per part, and the arithmetic a question asks for
-   (:func:`~kbagent.agent.run.decompose.calc_plan_of`) one search per operand. Each
+   (:func:`~kbagent.agent.harness.decompose.calc_plan_of`) one search per operand. Each
    search is a visible step.
 2. **Calculation.** When every operand is found in the sources, the harness calls
    the ``calculate`` tool (a visible step) and writes the answer
-   (:mod:`~kbagent.agent.run.calculation`): the result first, then the operands,
+   (:mod:`~kbagent.agent.harness.calculation`): the result first, then the operands,
    quoted with their citations, then the computation.
 3. **Part by part.** A multi-part question is answered one part at a time, each
    with the source sentence that answers it, quoted and cited, or "the
    knowledge base does not say" for a part nothing covers. When no part is covered,
    the question is judged whole (a split never makes it less answerable).
 4. **Abstention.** When the evidence does not cover the question
-   (:meth:`~kbagent.agent.answer.grounding.Grounding.answerable`), the answer says that
+   (:meth:`~kbagent.agent.harness.grounding.Grounding.answerable`), the answer says that
    the knowledge base does not say it and lists the closest sources; the model
    is not asked to invent one.
 5. **Compact evidence.** Otherwise the model answers from the best sentences of
    the sources (not whole chunks), and every sentence it writes is checked and
-   repaired by :class:`~kbagent.agent.answer.grounding.Grounding`. If nothing it wrote
+   repaired by :class:`~kbagent.agent.harness.grounding.Grounding`. If nothing it wrote
    survives, the best source sentence is quoted instead.
 """
 
@@ -31,16 +31,11 @@ from dataclasses import replace
 
 from kbagent.agent.answer.evidence import Scored, meaning_cover, missing_facts, numbers_in, units_of
 from kbagent.agent.answer.focus import AnswerType, Focus, focus_of
-from kbagent.agent.answer.grounding import closest_sources, doc_name, quote
 from kbagent.agent.answer.sentences import cited_numbers
-from kbagent.agent.answer.short import short_answer, spans, yes_no
-from kbagent.agent.answer.span_rules import cited_common_names
-from kbagent.agent.answer.unit_links import description_of, entry_of, led_item
 from kbagent.agent.answer.units import Unit
 from kbagent.agent.events import Event
-from kbagent.agent.run import prompts
-from kbagent.agent.run.calculation import OPERAND_TOP_K, calculation, result_lead
-from kbagent.agent.run.decompose import (
+from kbagent.agent.harness.calculation import OPERAND_TOP_K, calculation, result_lead
+from kbagent.agent.harness.decompose import (
     Operand,
     Part,
     calc_plan_of,
@@ -48,23 +43,28 @@ from kbagent.agent.run.decompose import (
     metric_of,
     parts_of,
 )
+from kbagent.agent.harness.grounding import EVIDENCE_UNITS as EVIDENCE_UNITS  # re-exported
+from kbagent.agent.harness.grounding import closest_sources, doc_name, quote
+from kbagent.agent.harness.grounding import grounding_of as _g
+from kbagent.agent.harness.short import short_answer, spans, yes_no
+from kbagent.agent.harness.span_rules import cited_common_names
+from kbagent.agent.harness.totals import total_of, wants_total
+from kbagent.agent.harness.unit_links import description_of, entry_of, led_item
+from kbagent.agent.run import prompts
 from kbagent.agent.run.harness_steps import calculate_step, search_step
-from kbagent.agent.run.harness_steps import grounding_of as _g
 from kbagent.agent.run.harness_steps import say as _say
 from kbagent.agent.run.state import RunState
-from kbagent.agent.run.totals import total_of, wants_total
 
 # The model writes the answer from a message of sources and question (the loop's
 # ``Agent.answer_turn``, passed in): True when the run already ended.
 AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
-# The model's short answer (kbagent/agent/run/short_turn.py): from the question's focus,
+# The model's short answer (kbagent/agent/harness/short_turn.py): from the question's focus,
 # the answer sentence, the harness's candidate spans and the best evidence; None: the
 # harness's first span stands
 ShortPick = Callable[[RunState, Focus, str, list[str], str], "str | None"]
 # (run, evidence) -> the evidence re-ordered by the model's judgment (judge.judge)
 Rejudge = Callable[[RunState, list[Scored]], list[Scored]]
 
-EVIDENCE_UNITS = 5  # source sentences the model is shown
 PART_COVERAGE = 0.4  # a later part's query carries the subject's words too: less to match
 SHORT_FROM = 3  # units looked at for a short answer
 TOTAL_UNITS = 15  # best units a total's two figures are looked for in
@@ -146,7 +146,7 @@ def grounded_final(s: RunState, step: int, rag: bool, *, top_k: int,
     if reason is not None:
         yield from abstain(s, evidence, reason)
         return False
-    if rejudge is not None:  # the model reads the best units (kbagent/agent/run/judge.py)
+    if rejudge is not None:  # the model reads the best units (kbagent/agent/harness/judge.py)
         evidence = rejudge(s, evidence)
     # the fact leads: in a few words when the question asks for one ("128 [1]."), then
     # the source sentence that says it, quoted, then the model's answer (checked)
@@ -196,7 +196,7 @@ def _parts_said(s: RunState, parts: list[Part], said: list[str | None],
 
 
 def _total(s: RunState, step: int) -> Generator[Event, None, bool]:
-    """A total of a count and an amount per each (:mod:`~kbagent.agent.run.totals`):
+    """A total of a count and an amount per each (:mod:`~kbagent.agent.harness.totals`):
     searched, computed with the calculator, written with both figures cited; True if
     the answer is written."""
     g = _g(s)

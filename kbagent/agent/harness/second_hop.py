@@ -1,5 +1,5 @@
 """The second hop of a bridge question: which gathered document answers it, and its
-sentences best first (:mod:`~kbagent.agent.run.bridge` quotes them).
+sentences best first (:mod:`~kbagent.agent.harness.bridge` quotes them).
 
 The first hop is what the question names or describes (the film "Kiss and Tell" for
 "the woman who portrayed Corliss Archer in Kiss and Tell"); the second hop is the

@@ -5,7 +5,7 @@
   last?"), and comparisons of parallel items ("Compare Q2 and Q3 gross margin",
   "from Q1 to Q2", "the Business tier ... than the Team tier"). Each part carries
   a search query that keeps the subject of the question (a later clause's "it").
-* :func:`~kbagent.agent.run.calc_plan.calc_plan_of` (re-exported here) recognises
+* :func:`~kbagent.agent.harness.calc_plan.calc_plan_of` (re-exported here) recognises
   the arithmetic a question asks for; :func:`find_operand` reads an operand's value
   from the evidence units ("Q2 2026: $9.80M" in a table row, "gross margin of
   70.0%" or "managers get 25 days" in prose), with its unit or the product or rate
@@ -25,11 +25,17 @@ from dataclasses import dataclass, field
 from kbagent.agent.answer.citations import content_tokens
 from kbagent.agent.answer.evidence import QUESTION_WORDS, Unit
 from kbagent.agent.answer.focus import focus_of
-from kbagent.agent.answer.short import spans
-from kbagent.agent.run.calc_plan import INVERSE, ITEM, CalcPlan, Operand, calc_plan_of, metric_of
-from kbagent.agent.run.clauses import clauses as _clauses
-from kbagent.agent.run.clauses import which_one
-from kbagent.agent.run.quantities import (
+from kbagent.agent.harness.calc_plan import (
+    INVERSE,
+    ITEM,
+    CalcPlan,
+    Operand,
+    calc_plan_of,
+    metric_of,
+)
+from kbagent.agent.harness.clauses import clauses as _clauses
+from kbagent.agent.harness.clauses import which_one
+from kbagent.agent.harness.quantities import (
     Compound,
     Measure,
     best_unit,
@@ -40,7 +46,8 @@ from kbagent.agent.run.quantities import (
     unit_after,
     unit_match,
 )
-from kbagent.agent.run.quantities import measure as unit_of
+from kbagent.agent.harness.quantities import measure as unit_of
+from kbagent.agent.harness.short import spans
 
 __all__ = ["CalcPlan", "Operand", "Part", "Value", "calc_plan_of", "expression",
            "find_operand", "metric_of", "parse_value", "parts_of"]

@@ -44,15 +44,13 @@ from kbagent.agent.answer.evidence import (
 from kbagent.agent.answer.focus import MEASURE_UNIT, asking_sentence, focus_of
 from kbagent.agent.answer.named import is_code_term, named_things, plain_name
 from kbagent.agent.answer.phrasing import tool_names
+from kbagent.agent.answer.processor import SupportCheck
 from kbagent.agent.answer.sentences import MARKER, ProcessedSentence, insert_marker
-from kbagent.agent.answer.span_rules import own_release
+from kbagent.agent.harness.span_rules import own_release
 from kbagent.agent.kinds import RepairAction
 from kbagent.agent.records import Repair
+from kbagent.agent.run.state import RunState
 from kbagent.text import shorten
-
-# (score, supported) of a text against the ledger chunks it cites, None when it has no
-# content words: the answer processor's support check, passed in by the processor
-SupportCheck = Callable[[str, list[int]], "tuple[float, bool] | None"]
 
 # The best unit must cover this share of the question's (rarity-weighted) words for
 # the question to count as answered by the knowledge base. Calibrated both ways on the
@@ -70,6 +68,7 @@ SAME_MEANING = 0.8
 COVER_TOP = 3
 LONG_QUESTION_TERMS = 8  # above this many content words the threshold scales down
 REPAIR_MIN_OVERLAP = 0.34  # share of the sentence's words a replacement must share
+EVIDENCE_UNITS = 5  # source sentences the harness's final turn shows (and its test reads)
 QUOTE_CHARS = 260
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _MULTI_NAME = re.compile(r"[A-Z][\w'’.&-]*(?: [A-Z][\w'’.&-]*)+")
@@ -383,18 +382,18 @@ def closest_sources(ledger: CitationLedger, evidence: list[Scored], limit: int =
     return out
 
 
-def describe_repairs(repairs: list[Repair]) -> list[str]:
-    """What the grounding check did to the model's sentences, one line each."""
-    out = []
-    for r in repairs:
-        said = shorten(r.sentence, 90, at_word=True)
-        missing = ", ".join(r.missing)
-        if r.action is RepairAction.REPLACED:
-            out.append(f"corrected: \u201c{said}\u201d ({missing}: not in its source); the "
-                       f"source sentence [{r.with_}] is quoted instead")
-        elif r.action is RepairAction.RECITED:
-            out.append(f"re-cited: \u201c{said}\u201d to [{r.with_}], the source that "
-                       f"says it")
-        else:
-            out.append(f"removed: \u201c{said}\u201d ({missing}: in no source found)")
-    return out
+def grounding_of(s: RunState) -> Grounding:
+    """The run's grounding (the grounded final turns run only with one)."""
+    g = s.processor.grounding
+    assert isinstance(g, Grounding)
+    return g
+
+
+def abstention_reason(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
+                      one_source: bool) -> str | None:
+    """The abstention test over what ``s`` gathered, for the model policy's choice
+    (:class:`~kbagent.agent.run.decline.EvidenceTest`): the loop passes it in."""
+    g = Grounding(s.question, s.ledger, mentioned=mentioned,
+                  is_word=getattr(s.ctx.searcher, "is_word", None), vectors=vectors,
+                  one_source=one_source)
+    return g.silent_reason(g.evidence(limit=EVIDENCE_UNITS))
