@@ -18,8 +18,10 @@ They run after the shared stages (the question's reading and the evidence rankin
 * check: ``grounding`` (abstention, and the repairs of a model sentence whose facts are
   not in its sources, which the answer processor is handed).
 
-Nothing outside this room imports it but the loop (:mod:`kbagent.agent.run.loop`), which
-builds the harness's grounding and hands it the final turn; the model-authored policy
-gets the harness's abstention test passed in (``grounding.abstention_reason``).
-``tests/test_import_graph.py`` keeps it so.
+The loop sees the room as ``policy.HarnessPolicy``, one of the answer policies behind
+the seam (:class:`kbagent.agent.run.state.Policy`). Nothing outside this room imports it
+but the loop (:mod:`kbagent.agent.run.loop`), which builds the harness's grounding and
+hands the policy the final turn; the model-authored policy gets the harness's abstention
+test passed in (``grounding.abstention_reason``). ``tests/test_import_graph.py`` keeps
+it so.
 """

@@ -53,11 +53,9 @@ from kbagent.agent.harness.unit_links import description_of, entry_of, led_item
 from kbagent.agent.run import prompts
 from kbagent.agent.run.harness_steps import calculate_step, search_step
 from kbagent.agent.run.harness_steps import say as _say
+from kbagent.agent.run.state import AnswerTurn as AnswerTurn  # re-exported
 from kbagent.agent.run.state import RunState
 
-# The model writes the answer from a message of sources and question (the loop's
-# ``Agent.answer_turn``, passed in): True when the run already ended.
-AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
 # The model's short answer (kbagent/agent/harness/short_turn.py): from the question's focus,
 # the answer sentence, the harness's candidate spans and the best evidence; None: the
 # harness's first span stands

@@ -18,7 +18,7 @@ answer proper is the checked reply, sentence by sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -363,3 +363,29 @@ def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: b
         return
     yield from show(s, written)
     yield from finish(s, Status.ANSWERED if rag else Status.LIMIT)
+
+
+@dataclass
+class ModelPolicy:
+    """The model-authored policy as the loop sees it (the seam,
+    :class:`~kbagent.agent.run.state.Policy`): no repairs, no path of its own, the
+    answer written by :func:`authored_final` (``test``: the harness's abstention test,
+    passed in by the loop)."""
+
+    llm: LLM
+    cfg: AgentConfig
+    cancel: CancelToken
+    test: EvidenceTest
+    repairs: None = None
+    defers_final: bool = True
+
+    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
+                ) -> Iterator[Event] | None:
+        return None
+
+    def final(self, s: RunState, step: int, rag: bool) -> Generator[Event, None, bool]:
+        yield from authored_final(s, step, self.llm, self.cancel, rag, self.cfg, self.test)
+        return True
+
+    def closing(self, s: RunState) -> Iterator[Event]:
+        return iter(())

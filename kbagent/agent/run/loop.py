@@ -11,6 +11,7 @@ imports it: it hands the answer to a policy (the harness, ``authored`` or plain)
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
+from functools import partial
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import SentenceVectors
@@ -24,11 +25,8 @@ from kbagent.agent.events import (
     Final,
     StepStarted,
 )
-from kbagent.agent.harness.bridge import hop_run
-from kbagent.agent.harness.final_turn import decomposable, ensure_answer, grounded_final
 from kbagent.agent.harness.grounding import Grounding, abstention_reason
-from kbagent.agent.harness.judge import rejudger
-from kbagent.agent.harness.short_turn import picker
+from kbagent.agent.harness.policy import HarnessPolicy
 from kbagent.agent.kinds import (
     DONE,
     GO_ON,
@@ -45,19 +43,19 @@ from kbagent.agent.llm.base import LLM, Completion, ContextFull, Message
 from kbagent.agent.run import prompts
 from kbagent.agent.run.about import SelfFacts, about_reply
 from kbagent.agent.run.act import act
-from kbagent.agent.run.authored import authored_final
+from kbagent.agent.run.authored import ModelPolicy
 from kbagent.agent.run.conversation import Conversation, in_conversation
 from kbagent.agent.run.endings import cancelled, fallback_answer, finish
 from kbagent.agent.run.generation import MODEL_READY, READY, generate
 from kbagent.agent.run.harness_steps import followup_step, search_call, search_step
-from kbagent.agent.run.policy import authored_route, model_writes, search_depth
+from kbagent.agent.run.policy import PlainPolicy, authored_route, model_writes, search_depth
 from kbagent.agent.run.react import (
     ProtocolError,
     action_token_bound,
     parse_step,
     step_grammar,
 )
-from kbagent.agent.run.router import multi_hop, route
+from kbagent.agent.run.router import route
 from kbagent.agent.run.search_memory import (
     MAX_FOLLOWUPS,
     only_harness_searched,
@@ -67,9 +65,9 @@ from kbagent.agent.run.state import (
     SYSTEM_CLOCK,
     AgentConfig,
     Clock,
+    Policy,
     RunState,
     StepDone,
-    final_sources,
     limit_reason,
     record_step,
     result_of,
@@ -83,7 +81,6 @@ from kbagent.kb.search import HybridSearcher
 from kbagent.kb.store_protocol import KbReader
 from kbagent.safe_text import valid_unicode
 
-FINAL_SOURCE_CHARS, FINAL_SOURCES = 400, 8  # chars a source, sources: the final prompt's
 MAX_REPEATS = 2  # consecutive cached calls before the loop stops searching
 
 
@@ -140,36 +137,37 @@ class Agent:
                           principal=self.principal)
         ctx.ledger.resolver, ctx.ledger.locator = ctx.resolve_lines, ctx.locate
         now = self.clock.perf_counter()
-        grounding = (Grounding(question, ctx.ledger, mentioned=self._mentioned,
-                               is_word=getattr(self.searcher, "is_word", None),
-                               vectors=SentenceVectors(getattr(self.searcher, "embed_texts",
-                                                               None)))
-                     if cfg.grounded and not authored and mode != AskMode.DIRECT else None)
+        policy = self._policy(question, ctx.ledger, authored, mode)
         s = RunState(question, mode, ctx.ledger, ctx,
-                     AnswerProcessor(ctx.ledger, grounding=grounding),
+                     AnswerProcessor(ctx.ledger, grounding=policy.repairs),
                      registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
                      clock=self.clock, context=context, authored=authored,
-                     closing=ensure_answer if grounding is not None else None)
+                     closing=policy.closing)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
             yield from self._direct(s)
         elif mode == AskMode.RAG:
-            yield from self._rag(s)
-        elif grounding is not None and decomposable(question):
-            # comparisons, multi-part and arithmetic questions: the harness takes them
-            # apart (a search per part or operand, the calculation) and answers part by
-            # part; the model's ReAct loop would only repeat those searches (BENCHMARKS)
-            yield from self._rag(s, fallback=True)
-        elif grounding is not None and cfg.mode == AskMode.AUTO and (kind := multi_hop(question)):
-            # bridge and comparison questions: the harness's own follow-up searches, each a
-            # visible step, then the second hop's fact (harness/bridge.py); no ReAct step
-            grounding.one_source = False
-            ended = yield from hop_run(s, cfg, self._cancel, kind, self.answer_turn, self.llm)
-            if not ended:
-                yield from finish(s, Status.ANSWERED)
+            yield from self._rag(s, policy)
+        elif (own := policy.own_run(s, partial(self._rag, policy=policy, fallback=True))):
+            yield from own  # the harness's parts, arithmetic and two hops
         else:
-            yield from self._agent(s)
+            yield from self._agent(s, policy)
+
+    def _policy(self, question: str, ledger: CitationLedger, authored: bool, mode: AskMode
+                ) -> Policy:
+        """The run's answer policy (the seam): the model writes, the harness does (with
+        grounded answers on, a knowledge question), or plain."""
+        if authored:
+            return ModelPolicy(self.llm, self.config, self._cancel, abstention_reason)
+        if self.config.grounded and mode != AskMode.DIRECT:
+            grounding = Grounding(question, ledger, mentioned=self._mentioned,
+                                  is_word=getattr(self.searcher, "is_word", None),
+                                  vectors=SentenceVectors(getattr(self.searcher,
+                                                                  "embed_texts", None)))
+            return HarnessPolicy(grounding, self.llm, self.config, self._cancel,
+                                 self.answer_turn)
+        return PlainPolicy(self.answer_turn)
 
     def _mentioned(self, word: str) -> bool:
         """Does any KB contain ``word`` in a chunk this agent's principal may read?"""
@@ -203,7 +201,7 @@ class Agent:
         return completion, text, GO_ON
 
     # ----------------------------------------------------------------- agent
-    def _agent(self, s: RunState) -> Iterator[Event]:
+    def _agent(self, s: RunState, policy: Policy) -> Iterator[Event]:
         cfg = self.config
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", in_conversation(prompts.question_message(s.question),
@@ -233,7 +231,7 @@ class Agent:
                     continue
                 reason = "the follow-up searches are done"
             if reason:
-                yield from self._final_turn(s, step + 1, reason)
+                yield from self._final_turn(s, policy, step + 1, reason)
                 return
             step += 1
             started = s.clock.perf_counter()
@@ -256,15 +254,12 @@ class Agent:
             # auto: a grounded answer is the grounded final turn's (generation.READY)
             completion, text, ended = yield from self._turn(
                 s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens,
-                defer_final=s.authored or (s.processor.grounding is not None
-                                           and cfg.mode == AskMode.AUTO))
+                defer_final=policy.defers_final)
             if ended.done:
                 return
-            if ended.reason == MODEL_READY:
-                yield from self._final_turn(s, step, ended.reason, rag=True)
-                return
-            if ended.reason:
-                yield from self._final_turn(s, step, ended.reason)
+            if ended.reason:  # MODEL_READY: the model chose to answer (no limit stopped it)
+                yield from self._final_turn(s, policy, step, ended.reason,
+                                            rag=ended.reason == MODEL_READY)
                 return
             assert completion is not None
             try:
@@ -276,7 +271,7 @@ class Agent:
                 if s.protocol_failures >= 2:
                     yield ErrorEvent("the model does not follow the step format; falling back "
                                      "to a single search", kind=ErrorKind.PROTOCOL)
-                    yield from self._rag(s, fallback=True)
+                    yield from self._rag(s, policy, fallback=True)
                     return
                 s.messages += [Message("assistant", text), Message("user", (
                     f"Format error: {e}. Reply with 'Thought:' then either 'Action:' and "
@@ -300,28 +295,13 @@ class Agent:
                     yield from followup_step(s, step, pending[0], cfg.rag_top_k, cfg.max_steps)
 
     # ---------------------------------------------------------- final turns
-    def _final_turn(self, s: RunState, step: int, reason: str, *,
+    def _final_turn(self, s: RunState, policy: Policy, step: int, reason: str, *,
                     rag: bool = False) -> Iterator[Event]:
-        """One final-answer turn over the gathered evidence: the numbered sources (and
-        calculator results) and the question, no grammar; the reply is the answer. A
-        grounded run goes through :func:`grounded_final` (parts, arithmetic, abstention,
-        compact evidence), an authored one through :func:`authored_final`."""
+        """One final-answer turn over the gathered evidence, the policy's: the harness's
+        grounded turn, the model-authored one, or the model over the numbered sources."""
         if reason != MODEL_READY:  # (the model chose to answer: no limit stopped it)
             s.stop_reason = s.stop_reason or reason
-        if s.processor.grounding is not None:
-            ended = yield from grounded_final(
-                s, step, rag, top_k=self.config.rag_top_k, answer_turn=self.answer_turn,
-                pick=picker(self.llm, self.config.short_answer, self._cancel),
-                rejudge=rejudger(self.llm, self._cancel, self.config.answer_judge))
-        elif s.authored:  # the model writes; the code checks, asks again once, flags
-            yield from authored_final(s, step, self.llm, self._cancel, rag, self.config,
-                                      abstention_reason)
-            return
-        else:
-            sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
-                       for c in final_sources(s, FINAL_SOURCES)]
-            ended = yield from self.answer_turn(
-                s, step, rag, prompts.sources_message(s.question, sources, s.notes))
+        ended = yield from policy.final(s, step, rag)
         if not ended:
             yield from finish(s, Status.ANSWERED if rag else Status.LIMIT)
 
@@ -349,7 +329,7 @@ class Agent:
         return False
 
     # ------------------------------------------------------------ rag/direct
-    def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
+    def _rag(self, s: RunState, policy: Policy, fallback: bool = False) -> Iterator[Event]:
         """Single retrieval + answer (also the fallback when a model breaks the protocol)."""
         if not fallback:
             s.mode = AskMode.RAG
@@ -362,7 +342,7 @@ class Agent:
         if self._cancel.is_set():
             yield from cancelled(s)
             return
-        yield from self._final_turn(s, step + 1, "", rag=True)
+        yield from self._final_turn(s, policy, step + 1, "", rag=True)
 
     def _direct(self, s: RunState) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools. A grounded run answers

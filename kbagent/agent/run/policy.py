@@ -4,12 +4,16 @@ the route ``--mode auto`` takes under the model's policy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from kbagent.agent.events import Event
 from kbagent.agent.kinds import AnswerPolicy, AskMode
 from kbagent.agent.llm.base import LLM
-from kbagent.agent.run.state import AgentConfig
+from kbagent.agent.run import prompts
+from kbagent.agent.run.state import AgentConfig, AnswerTurn, RunState, final_sources
 from kbagent.errors import BadInputError, KbagentError
 from kbagent.models.gguf_info import declared_parameters, parse_size_label
 
@@ -23,6 +27,7 @@ MODEL_POLICY_MIN_PARAMS = 1_000_000_000
 # bench/evidence_depth.py): the gold in the prompt for 350 of the 455 answerable
 # development questions at 5 hits, 368 at 10, 365 at 20
 DEPTH = 2
+FINAL_SOURCE_CHARS, FINAL_SOURCES = 400, 8  # chars a source, sources: the plain final prompt
 
 
 def declared_size(llm: LLM, llm_size: str = "") -> int | None:
@@ -68,3 +73,27 @@ def search_depth(cfg: AgentConfig, authored: bool) -> int:
     """How many hits a search of the run asks for: ``rag_top_k``, times :data:`DEPTH`
     when the model writes (the harness's own searches are unchanged)."""
     return cfg.rag_top_k * (DEPTH if authored else 1)
+
+
+@dataclass
+class PlainPolicy:
+    """No checks of the answer's facts (``grounded = false`` with a model that does not
+    write, or small talk): the model writes from the first hits and the newest finds
+    (:class:`~kbagent.agent.run.state.Policy`)."""
+
+    answer_turn: AnswerTurn
+    repairs: None = None
+    defers_final: bool = False
+
+    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
+                ) -> Iterator[Event] | None:
+        return None
+
+    def final(self, s: RunState, step: int, rag: bool) -> Generator[Event, None, bool]:
+        sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
+                   for c in final_sources(s, FINAL_SOURCES)]
+        return (yield from self.answer_turn(
+            s, step, rag, prompts.sources_message(s.question, sources, s.notes)))
+
+    def closing(self, s: RunState) -> Iterator[Event]:
+        return iter(())

@@ -6,13 +6,13 @@ citation ledger, the session cache of calls, why the run stopped, and the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kbagent.agent.answer.citations import CitationLedger
 from kbagent.agent.answer.evidence import is_number, missing_facts
-from kbagent.agent.answer.processor import AnswerProcessor
+from kbagent.agent.answer.processor import AnswerProcessor, SentenceRepair
 from kbagent.agent.events import AgentResult, Event, StepRecord, Usage
 from kbagent.agent.kinds import (
     AnswerPolicy,
@@ -131,7 +131,7 @@ class RunState:
     query: str = ""  # what the harness searches for the question (set from it)
     authored: bool = False  # the model writes the answer (answer policy "model")
     # what the answer policy says before the Final of a finished answer (the harness's
-    # ensure_answer: something checked is left), passed in by the loop
+    # ensure_answer: something checked is left): AnswerPolicy.closing, set by the loop
     closing: Callable[[RunState], Iterator[Event]] | None = None
 
     def __post_init__(self) -> None:
@@ -143,6 +143,39 @@ class RunState:
         self.usage.prompt_evaluated += c.prompt_evaluated
         self.usage.completion_tokens += c.completion_tokens
         self.usage.llm_calls += 1
+
+
+# The model writes the answer from a message of sources and question (the loop's
+# ``Agent.answer_turn``, passed in): True when the run already ended.
+AnswerTurn = Callable[[RunState, int, bool, str], Generator[Event, None, bool]]
+
+
+class Policy(Protocol):
+    """How a run's knowledge answer is written (issue 44's seam): the small-model harness
+    (:mod:`kbagent.agent.harness.policy`), the model (:mod:`~kbagent.agent.run.authored`)
+    or plain (:mod:`~kbagent.agent.run.policy`). The shared stages come first (the
+    question read into a ``Focus``, routed, searched); the loop builds one policy per run
+    and hands it the rest."""
+
+    @property
+    def repairs(self) -> SentenceRepair | None:
+        """What the answer processor checks the model's sentences with (None: no repairs)."""
+
+    @property
+    def defers_final(self) -> bool:
+        """A ReAct step's "Final Answer:" is not streamed: the policy's final turn writes."""
+
+    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
+                ) -> Iterator[Event] | None:
+        """The policy's own path for the question, ending the run (``rag``: the loop's one
+        retrieval and final turn); None: the loop's route."""
+
+    def final(self, s: RunState, step: int, rag: bool) -> Generator[Event, None, bool]:
+        """The final turn over what was gathered, from step ``step``; True when it ended
+        the run (its ``Final`` sent), else the loop finishes it."""
+
+    def closing(self, s: RunState) -> Iterator[Event]:
+        """What the policy says once the answer is written, before the ``Final``."""
 
 
 @dataclass
