@@ -18,7 +18,7 @@ answer proper is the checked reply, sentence by sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -39,7 +39,7 @@ from kbagent.agent.run.generation import generate
 from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.policy import search_depth
 from kbagent.agent.run.search_memory import searched
-from kbagent.agent.run.state import AgentConfig, RunState, StepDone, record_step
+from kbagent.agent.run.state import AgentConfig, NoOwnPath, RunState, StepDone, record_step
 from kbagent.errors import BackendError
 
 SOURCES = 6  # chunks shown to the model
@@ -366,7 +366,7 @@ def authored_final(s: RunState, step: int, llm: LLM, cancel: CancelToken, rag: b
 
 
 @dataclass
-class ModelPolicy:
+class ModelPolicy(NoOwnPath):
     """The model-authored policy as the loop sees it (the seam,
     :class:`~kbagent.agent.run.state.Policy`): no repairs, no path of its own, the
     answer written by :func:`authored_final` (``test``: the harness's abstention test,
@@ -379,13 +379,6 @@ class ModelPolicy:
     repairs: None = None
     defers_final: bool = True
 
-    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
-                ) -> Iterator[Event] | None:
-        return None
-
     def final(self, s: RunState, step: int, rag: bool) -> Generator[Event, None, bool]:
         yield from authored_final(s, step, self.llm, self.cancel, rag, self.cfg, self.test)
         return True
-
-    def closing(self, s: RunState) -> Iterator[Event]:
-        return iter(())

@@ -4,7 +4,7 @@ the route ``--mode auto`` takes under the model's policy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,7 +13,7 @@ from kbagent.agent.events import Event
 from kbagent.agent.kinds import AnswerPolicy, AskMode
 from kbagent.agent.llm.base import LLM
 from kbagent.agent.run import prompts
-from kbagent.agent.run.state import AgentConfig, AnswerTurn, RunState, final_sources
+from kbagent.agent.run.state import AgentConfig, AnswerTurn, NoOwnPath, RunState, final_sources
 from kbagent.errors import BadInputError, KbagentError
 from kbagent.models.gguf_info import declared_parameters, parse_size_label
 
@@ -76,7 +76,7 @@ def search_depth(cfg: AgentConfig, authored: bool) -> int:
 
 
 @dataclass
-class PlainPolicy:
+class PlainPolicy(NoOwnPath):
     """No checks of the answer's facts (``grounded = false`` with a model that does not
     write, or small talk): the model writes from the first hits and the newest finds
     (:class:`~kbagent.agent.run.state.Policy`)."""
@@ -85,15 +85,8 @@ class PlainPolicy:
     repairs: None = None
     defers_final: bool = False
 
-    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
-                ) -> Iterator[Event] | None:
-        return None
-
     def final(self, s: RunState, step: int, rag: bool) -> Generator[Event, None, bool]:
         sources = [(c.n, c.excerpt(FINAL_SOURCE_CHARS))
                    for c in final_sources(s, FINAL_SOURCES)]
         return (yield from self.answer_turn(
             s, step, rag, prompts.sources_message(s.question, sources, s.notes)))
-
-    def closing(self, s: RunState) -> Iterator[Event]:
-        return iter(())

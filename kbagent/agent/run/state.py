@@ -178,6 +178,18 @@ class Policy(Protocol):
         """What the policy says once the answer is written, before the ``Final``."""
 
 
+class NoOwnPath:
+    """What a :class:`Policy` has that only the harness fills: no path of its own, nothing
+    said before the ``Final``."""
+
+    def own_run(self, s: RunState, rag: Callable[[RunState], Iterator[Event]]
+                ) -> Iterator[Event] | None:
+        return None
+
+    def closing(self, s: RunState) -> Iterator[Event]:
+        return iter(())
+
+
 @dataclass
 class StepDone:
     """What one step did, as :func:`record_step` keeps it (``tool_ms`` and ``cached``
