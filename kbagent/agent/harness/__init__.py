@@ -19,9 +19,9 @@ They run after the shared stages (the question's reading and the evidence rankin
   not in its sources, which the answer processor is handed).
 
 The loop sees the room as ``policy.HarnessPolicy``, one of the answer policies behind
-the seam (:class:`kbagent.agent.run.state.Policy`). Nothing outside this room imports it
-but the loop (:mod:`kbagent.agent.run.loop`), which builds the harness's grounding and
-hands the policy the final turn; the model-authored policy gets the harness's abstention
-test passed in (``grounding.abstention_reason``). ``tests/test_import_graph.py`` keeps
-it so.
+the seam (:class:`kbagent.agent.run.state.Policy`). Nothing in the package outside this
+room imports it but the loop (:mod:`kbagent.agent.run.loop`), which builds the
+harness's grounding and hands the policy the final turn; the model-authored policy gets
+the harness's abstention test passed in (``grounding.abstention_reason``).
+``tests/test_import_graph.py`` keeps it so.
 """

@@ -3,10 +3,11 @@ calibrated test says the evidence may not answer the question, the model is told
 must choose, in one constrained word, whether to answer or to say that the knowledge
 base does not say.
 
-The test is the small-model policy's (:func:`~kbagent.agent.harness.grounding.
-abstention_reason`, passed in by the loop: this room never imports the harness), the one
-it abstains by (a thing asked about that no readable chunk mentions,
-a year nothing gathered holds, or no unit of the best that covers what is asked). Under
+The test is the small-model policy's
+(:func:`~kbagent.agent.harness.grounding.abstention_reason`, an :class:`EvidenceTest`
+passed in by the loop: this module never imports the harness), the one it abstains by
+(a thing asked about that no readable chunk mentions, a year nothing gathered holds, or
+no unit of the best that covers what is asked). Under
 the harness it decides; here it only informs: the model reads the sources and the reason
 and replies ``ANSWER`` or ``NOT_IN_KB`` (a GBNF grammar allows nothing else). ``ANSWER``
 goes on to the usual compose and check; ``NOT_IN_KB`` is the answer "The knowledge base

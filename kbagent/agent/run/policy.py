@@ -78,7 +78,7 @@ def search_depth(cfg: AgentConfig, authored: bool) -> int:
 @dataclass
 class PlainPolicy(NoOwnPath):
     """No checks of the answer's facts (``grounded = false`` with a model that does not
-    write, or small talk): the model writes from the first hits and the newest finds
+    write): the model writes from the first hits and the newest finds
     (:class:`~kbagent.agent.run.state.Policy`)."""
 
     answer_turn: AnswerTurn

@@ -131,7 +131,7 @@ class RunState:
     query: str = ""  # what the harness searches for the question (set from it)
     authored: bool = False  # the model writes the answer (answer policy "model")
     # what the answer policy says before the Final of a finished answer (the harness's
-    # ensure_answer: something checked is left): AnswerPolicy.closing, set by the loop
+    # ensure_answer: something checked is left): Policy.closing, set by the loop
     closing: Callable[[RunState], Iterator[Event]] | None = None
 
     def __post_init__(self) -> None:
