@@ -1,5 +1,6 @@
 """Cases the harness's stage tests share (tests/test_harness_*.py): citations of a
-chunk's text as a search returns it, and a reference page in Sphinx HTML.
+chunk's text as a search returns it, a reference page in Sphinx HTML, a directive's
+key/value box, and a manual's parameters whose names hold one another.
 
 Those tests pin the small-model (harness) policy's frozen rules (``answer_policy =
 harness``; docs/architecture.md, "Grounded answers"): each test pins a form of question or
@@ -11,6 +12,7 @@ from a held-out folder)."""
 from __future__ import annotations
 
 from kbagent.agent.answer.citations import Citation
+from kbagent.agent.answer.units import Unit, UnitKind
 from tests.agent_runs import cite
 
 
@@ -18,6 +20,13 @@ def raw_citation(text: str, path: str = "reference/tool.html") -> Citation:
     """A search hit of ``text`` exactly as written (its text not cleaned; the docs KB,
     score 0.5), the first citation of the run."""
     return Citation(1, "docs", path, 1, text.count("\n") + 1, text, 0.5, "kb_search",
+                    raw=text)
+
+
+def page_citation(text: str, n: int = 1, path: str = "mod/core.html") -> Citation:
+    """:func:`raw_citation` numbered ``n``, from a module's reference page unless ``path``
+    says otherwise."""
+    return Citation(n, "docs", path, 1, text.count("\n") + 1, text, 0.5, "kb_search",
                     raw=text)
 
 
@@ -54,3 +63,29 @@ FROBD = ("<html><body><h1>omfrob: Frob Output Module</h1>\n<h2>Action Parameters
          "intervals:</p>\n<pre>module(load=\"omfrob\" reportInterval=\"600\")</pre>\n"
          "<p>If no answer arrives from the program within a 30-second timeout, frobd "
          "restarts it.</p>\n</body></html>\n")
+
+
+# a reference page's directive box as kbagent's HTML extraction writes it: label | value
+DIRECTIVE_BOX = """## TraceLog Directive
+Description: | Limits the number of trace records kept for each request
+Syntax: | TraceLog records
+Default: | TraceLog 250
+Context: | server config, virtual host
+Module: | core
+The TraceLog directive sets how many trace records are kept. Records beyond the limit
+are dropped, and the dropped count is written to the error log.
+"""
+
+
+def _unit(text: str, n: int = 1, kind: UnitKind = UnitKind.DEFINITION) -> Unit:
+    return Unit(n, text, "manual", 0, kind)
+
+
+# three parameters of a manual whose names all hold the one asked for: only one is it
+FRAME_LIMITS = [
+    _unit("relay_frame_size_limit (default: 990): The relay-specific version of the "
+          "edge_frame_size_limit parameter. See there for details."),
+    _unit("edge_frame_size_limit (default: 998): The maximal size of a frame that the "
+          "edge service will send."),
+    _unit("RESOURCE CONTROLS frame_size_limit (4096)", n=2, kind=UnitKind.SENTENCE),
+]

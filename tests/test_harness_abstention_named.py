@@ -1,7 +1,8 @@
 """The harness's abstention stage, by what the question names: "The knowledge base does
 not say" because the sources never mention a thing the question asks about (a name
 where a tool goes, a release, a year, an acronym), and not because of a name in the
-story told before the question or a word the pages write in another form
+story told before the question, a word the pages write in another form, or a counted
+thing asked for in the user's own word ("iterations" where the page says "hash rounds")
 (``Grounding.silent_reason``, ``Grounding.unmentioned``, ``answer/phrasing.py``).
 Whether the best units cover the question is in test_harness_abstention_coverage.py.
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbagent.agent.events import Final
 from kbagent.agent.run.loop import Agent, AgentConfig
 from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.settings import Settings
 from tests.agent_runs import ask_one_file, run, silent_reason
 from tests.scripted_llm import ScriptedLLM
 
@@ -37,6 +40,41 @@ def test_a_lower_case_place_no_page_mentions_is_a_name_the_kb_never_mentions(
     refused, *guards = answers.values()
     assert refused.abstained and "never mentions “prometheus”" in refused.answer
     assert not any("never mentions" in r.answer for r in guards)
+
+
+def test_a_lower_case_tool_no_page_mentions_is_a_name_the_kb_never_mentions(
+        settings, make_folder, embedder):
+    from kbagent.agent.events import Final
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.ingest import Ingestor
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from tests.scripted_llm import ScriptedLLM
+
+    assert embedder.is_word("roll") and not embedder.is_word("certbot")
+    docs = {"tls.md": ("# TLS certificates\n\nThe mail server reads its certificate from "
+                       "smtpd_tls_cert_file. You can sign your own certificate or get a free "
+                       "certificate from a public certificate authority, a wildcard "
+                       "certificate too. Rotate logs with "
+                       "logrotate every week.\n"),
+            "other.md": "# Queue\n\nThe queue manager runs every five minutes.\n"}
+    Ingestor(settings, "tls", embedder=embedder).run(make_folder(docs))
+    kb = KnowledgeBase(settings, "tls")
+
+    def ask(question: str):
+        events = list(Agent(ScriptedLLM(["It is in the sources [1]."] * 5), [kb],
+                            AgentConfig(mode="rag", tools="full")).run(question))
+        assert isinstance(events[-1], Final)
+        return events[-1].result
+
+    refused = ask("How do I get a free certificate with certbot for the mail server?")
+    assert refused.abstained and "never mentions “certbot”" in refused.answer
+    # guards: a tool the pages mention, an ordinary word in the same place, a unit, a
+    # plural whose singular the pages hold
+    for question in ["How often do I rotate logs with logrotate?",
+                     "How do I get a free certificate with ease for the mail server?",
+                     "How often is the queue run, with milliseconds?",
+                     "Can the server read certificates with wildcards?"]:
+        assert "never mentions" not in ask(question).answer, question
 
 
 def test_a_users_wording_after_in_or_on_is_no_tool_name():
@@ -76,6 +114,36 @@ def test_the_plural_of_an_acronym_is_the_acronym_the_document_writes(tmp_path: P
                  "Who from Hat Works helped create the first Fedora RPMs of frob?")
     assert not final.result.abstained
     assert final.result.short_answer.startswith("Petra Valk")
+
+
+def test_the_counted_noun_may_be_the_users_word(tmp_path: Path):
+    """"How many iterations" asked of a page that says "hash rounds" is answered (it was
+    refused: "iterations" is in no page); a question about a thing no page names is
+    still refused."""
+    from kbagent.kb.embedder import load_embedder
+    from kbagent.kb.ingest import Ingestor
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "hashing.md").write_text(
+        "# Password hashing\n\nThe -r flag sets the number of hash rounds used for the "
+        "SHA-2 algorithms (higher is more secure but slower); the default is 5,000.\n\n"
+        "The -B flag selects bcrypt, which is slower to compute.\n", encoding="utf-8")
+    (src / "benefits.md").write_text(
+        "# Benefits\n\nEmployees choose one of three health insurance plans each year. "
+        "The insurance provider is chosen by the benefits team.\n", encoding="utf-8")
+    settings = Settings.load(home=tmp_path / "home")
+    Ingestor(settings, "docs", embedder=load_embedder()).run(src)
+
+    def ask(question: str):
+        agent = Agent(ScriptedLLM(["It is in the sources."] * 10),
+                      [KnowledgeBase(settings, "docs")],
+                      AgentConfig(mode="auto", tools="full", short_answer="harness"))
+        return next(e for e in agent.run(question) if isinstance(e, Final)).result
+
+    answered = ask("For SHA-2 password hashes, how many iterations are computed out of the box?")
+    assert not answered.abstained and answered.short_answer.startswith("5,000 [")
+    assert ask("How many iterations does the Argon2 hashing run by default?").abstained
 
 
 FROBD_PAGES = {

@@ -2,7 +2,9 @@
 ``--help`` listing's options, a Sphinx entry and its version note, each read with the
 description that goes with it, and the answer that quotes the entry with the description
 it leads with, or a sentence with the line it leads into (``answer/units.py``,
-``harness/unit_links.py``, ``answer/unit_lines.py``).
+``harness/unit_links.py``, ``answer/unit_lines.py``). Tables too: a key/value box and an
+HTML table of label | value rows are read "label: value" (no header row), while a
+Markdown table keeps its header row.
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -11,14 +13,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbagent.agent.answer.citations import Citation
+from kbagent.agent.answer.evidence import score_units
 from kbagent.agent.answer.focus import focus_of
 from kbagent.agent.answer.units import UnitKind, units_of
 from kbagent.agent.harness.short import short_answer
 from kbagent.kb.html_text import html_to_lines
 from tests.agent_runs import ask_one_file, cite
 from tests.agent_runs import ask_one_file as _ask
+from tests.harness_cases import DIRECTIVE_BOX as BOX
 from tests.harness_cases import FROBD
 from tests.harness_cases import option_citation as _cite
+from tests.harness_cases import page_citation as _page_cite
 
 OPTIONS = (
     "<html><body><h2>Alphabetical list of main options</h2>\n"
@@ -163,3 +169,41 @@ def test_a_help_listing_is_read_one_option_a_unit() -> None:
     assert "-p name Early-load given plugin module name or entry point" in lines
     assert "--trace-config Trace considerations of conftest files" in lines
     assert "a result, care advised. Default: frobdebug.log." in lines
+
+
+def test_a_key_value_box_reads_label_and_value_not_a_header_row():
+    units = [u for u in units_of(_page_cite(BOX)) if u.kind is UnitKind.ROW]
+    texts = [u.text for u in units]
+    assert "Default: TraceLog 250" in texts
+    assert "Syntax: TraceLog records" in texts
+    assert not any("Description:" in t and "Default:" in t for t in texts)
+    default = next(u for u in units if u.text == "Default: TraceLog 250")
+    # the row says what it is about through the box's description
+    assert "trace records" in default.gloss and "trace records" in default.context
+
+
+def test_an_html_table_of_label_value_rows_has_no_header_row():
+    text = ("List price | $48,000 per appliance\n"
+            "Support subscription | $9,600 per appliance per year (20% of list)\n"
+            "Lead time | 6 to 8 weeks from order\n")
+    c = Citation(1, "docs", "datasheet.html", 1, 3, text, 0.5, "kb_search", raw=text)
+    rows = [u.text for u in units_of(c) if u.kind is UnitKind.ROW]
+    assert rows == ["List price: $48,000 per appliance",
+                    "Support subscription: $9,600 per appliance per year (20% of list)",
+                    "Lead time: 6 to 8 weeks from order"]
+    question = "What is the list price of one appliance?"
+    best = score_units(question, units_of(c))[0]
+    assert short_answer(focus_of(question), best.unit.text) == "$48,000"
+
+
+def test_a_normal_table_keeps_its_header_row():
+    table = "| Setting | Default |\n|---|---|\n| upload_retries | 3 |\n"
+    assert [u.text for u in units_of(_page_cite(table, path="ops/uploads.md"))] == [
+        "Setting: upload_retries; Default: 3"]
+
+
+def test_a_markdown_header_row_stays_a_header_row():
+    text = "| Setting | Default 10 |\n|---|---|\n| retries | 3 attempts |\n"
+    c = Citation(1, "docs", "settings.md", 1, 3, text, 0.5, "kb_search", raw=text)
+    assert [u.text for u in units_of(c) if u.kind is UnitKind.ROW] == [
+        "Setting: retries; Default 10: 3 attempts"]

@@ -1,6 +1,8 @@
 """The harness's evidence stage, its ranking: which unit comes first for a question
 (``answer/evidence.py``: ``score_units``, ``best_evidence``): the question's own phrasing
-word for word, the kind of answer asked for, a default not taken from an example.
+word for word, the parameter it names exactly (not a longer name that holds it), the kind
+of answer asked for, a default not taken from an example, boilerplate repeated on every
+page below a fact, and a later part of a composite question by its own words.
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -8,12 +10,15 @@ The harness policy's frozen rules, on constructed text: see ``tests/harness_case
 from __future__ import annotations
 
 from kbagent.agent.answer.citations import Citation
-from kbagent.agent.answer.evidence import SentenceVectors, best_evidence
-from kbagent.agent.answer.focus import AnswerType, focus_of
+from kbagent.agent.answer.evidence import SentenceVectors, best_evidence, score_units, units_of
+from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
 from kbagent.agent.harness.short import short_answer
 from kbagent.kb.embedder import load_embedder
 from tests.agent_runs import cite
+from tests.harness_cases import DIRECTIVE_BOX as BOX
+from tests.harness_cases import FRAME_LIMITS as LIMITS
 from tests.harness_cases import option_citation as _cite
+from tests.harness_cases import page_citation as _page_cite
 
 
 def test_the_questions_own_phrasing_tells_apart_entries_that_share_its_words():
@@ -87,3 +92,66 @@ def test_the_sentence_that_says_the_questions_phrase_leads() -> None:
                          vectors=SentenceVectors(lambda t: embedder.encode(t)))
     assert best[0].unit.text.startswith("The special exit code 125")
     assert short_answer(focus_of(question), best[0].unit.text) == "125"
+
+
+def test_the_parameter_named_exactly_leads_not_a_longer_name_that_contains_it():
+    question = "What is the default frame_size_limit?"
+    best = score_units(question, LIMITS)[0]
+    assert best.unit.text == "RESOURCE CONTROLS frame_size_limit (4096)"
+    assert short_answer(focus_of(question), best.unit.text) == "4096"
+
+
+def test_a_named_parameter_in_a_real_chunk_is_matched_whole():
+    text = ("edge_frame_size_limit (default: 998): The maximal size of a frame.\n\n"
+            "frame_size_limit (4096): Upon input, long frames are cut into pieces.\n")
+    c = Citation(1, "docs", "relayd.8.html", 1, 3, text, 0.5, "kb_search", raw=text)
+    best = score_units("What is the default frame_size_limit?", units_of(c))[0]
+    assert best.unit.text.startswith("frame_size_limit (4096)")
+
+
+def test_a_manual_parameter_with_its_value_in_parentheses_states_a_default():
+    assert TYPE_PATTERNS[AnswerType.DEFAULT].search("frame_size_limit (4096)")
+    assert not TYPE_PATTERNS[AnswerType.DEFAULT].search("frame size limit (see below)")
+
+
+def test_a_key_value_box_answers_its_default_first():
+    question = "How many trace records are kept for a request out of the box?"
+    ranked = score_units(question, units_of(_page_cite(BOX)))
+    assert ranked[0].unit.text == "Default: TraceLog 250"
+    assert short_answer(focus_of(question), ranked[0].unit.text) == "250"
+
+
+def test_one_as_a_pronoun_is_no_number():
+    f = focus_of("How many workers does the server start?")
+    assert not f.type_match("One way to use the wrapper is through the group directive.")
+    assert f.type_match("Only one worker is started.")
+
+
+def test_boilerplate_repeated_on_every_page_ranks_below_a_fact():
+    footer = "Licensed under the Example Server License, version 2.0, by the Example Foundation."
+    question = "Which license version covers the Example Server?"
+    cites = [_page_cite(f"# Page {i}\n\n{footer}\n", n=i, path=f"p{i}.html") for i in range(1, 4)]
+    cites.append(_page_cite("# Legal\n\nThe server code is covered by license version 3.1 since "
+                            "2024.\n", n=4, path="legal.html"))
+    ranked = score_units(question, [u for c in cites for u in units_of(c)])
+    assert ranked[0].unit.n == 4
+
+
+def test_a_later_part_is_answered_by_its_own_words_not_the_subject_it_inherits(sample_home):
+    """The issue's own example on the sample KB: "does it roll over?" inherits "days PTO
+    employees get", which a total of paid days off shares more than the carryover line."""
+    from kbagent.agent.events import Final
+    from kbagent.agent.run.loop import Agent, AgentConfig
+    from kbagent.kb.knowledge_base import KnowledgeBase
+    from kbagent.settings import Settings
+    from tests.scripted_llm import ScriptedLLM
+
+    kb = KnowledgeBase(Settings.load(home=sample_home), "sample")
+    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
+                        AgentConfig(mode="rag", tools="full")).run(
+        "How many days of PTO do employees get, and does it roll over?"))
+    final = events[-1]
+    assert isinstance(final, Final)
+    first, second = final.result.answer.split("Does it roll over?")
+    assert "20 days" in first
+    assert second.lstrip().startswith("Yes [") and "Carryover" in second

@@ -1,8 +1,10 @@
 """The harness's plan stage: reading the question before any evidence is read. The kind
-of answer asked for (read from the sentence that asks, not the story around it), the
-things the question names, its parts, and whether it goes to one search or to a multi-hop
-run (``answer/focus.py``, ``answer/kind_rules.py``, ``answer/named.py``,
-``harness/clauses.py``, ``harness/decompose.py``, ``run/router.py``).
+of answer asked for (read from the sentence that asks, not the story around it, and from
+a user's own words for a default, a length, a reply or a named thing), the things the
+question names, its parts, and whether it goes to one search or to a multi-hop run
+(``answer/focus.py``, ``answer/kind_rules.py``, ``answer/named.py``,
+``answer/phrasing.py``, ``harness/clauses.py``, ``harness/decompose.py``,
+``run/router.py``).
 
 The harness policy's frozen rules, on constructed text: see ``tests/harness_cases.py``.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbagent.agent.answer.focus import AnswerType, focus_of
+from kbagent.agent.answer.focus import TYPE_PATTERNS, AnswerType, focus_of
 from kbagent.agent.harness.clauses import clauses
 from kbagent.agent.harness.decompose import parts_of
 from kbagent.agent.harness.short import short_answer, spans
@@ -132,6 +134,98 @@ def test_what_a_question_names_ends_with_its_sentence() -> None:
     assert "A4" in named_things("The PDF does not come out on A4. What page format is it?")
 
 
+@pytest.mark.parametrize("question", [
+    "How long can a password be if the old crypt() hashing is used?",
+    "Roughly how long may one line of the configuration file get once variables are expanded?",
+    "How long may a request line be?",
+])
+def test_a_length_is_a_number_not_a_duration(question):
+    assert focus_of(question).answer_type is AnswerType.NUMBER
+
+
+@pytest.mark.parametrize("question", [
+    "How long is paid parental leave?",
+    "How long does a cache entry live?",
+    "How long can a session be idle?",
+])
+def test_a_duration_is_still_a_duration(question):
+    assert focus_of(question).answer_type is AnswerType.DURATION
+
+
+def test_a_unit_told_in_words_makes_a_count():
+    f = focus_of("Out of the box, how long may a header line be before it is refused, in bytes?")
+    assert f.answer_type is AnswerType.NUMBER and f.unit == "bytes"
+    assert "default" in f.terms
+
+
+@pytest.mark.parametrize("question", [
+    "Which hash does htpasswd use when I pass no option choosing one?",
+    "How many iterations does it run unless I tell it otherwise?",
+    "What is the lowest user ID it accepts, unless configured otherwise when it is built?",
+    "If I never set ProxyTimeout, how many seconds will the proxy wait?",
+])
+def test_a_users_words_for_the_default_ask_for_the_default(question):
+    assert "default" in focus_of(question).terms
+
+
+def test_lowest_and_highest_ask_for_a_number():
+    assert focus_of("What is the lowest user ID the wrapper accepts?").answer_type is (
+        AnswerType.NUMBER)
+
+
+def test_an_http_status_and_a_message_code_are_errors():
+    assert focus_of("What HTTP status does a slow client get?").answer_type is AnswerType.ERROR
+    f = focus_of("Which message code shows up in the error log?")
+    assert f.answer_type is AnswerType.ERROR
+    line = "[client 10.0.0.1] AH00124: Request exceeded the limit of 10 internal redirects"
+    assert TYPE_PATTERNS[AnswerType.ERROR].search(line).group() == "AH00124"
+
+
+def test_the_kinds_a_documentation_question_asks_for_in_its_own_words():
+    assert focus_of("Which SMTP response code does the server send when a recipient is "
+                    "unknown?").answer_type is AnswerType.ERROR
+    assert focus_of("If my policy server can't be reached, what reply does the server send "
+                    "by default?").answer_type is AnswerType.ERROR
+    assert focus_of("What is the longest Relayd will wait between two retries, in "
+                    "seconds?").answer_type is AnswerType.DURATION
+    assert focus_of("What file permissions does the spooler give a new queue "
+                    "file?").answer_type is AnswerType.NUMBER
+    # guards: a superlative naming a thing, a class noun that is what is asked (its verb
+    # no attribute), permissions that are no file mode
+    assert focus_of("What is the longest river in Africa?").answer_type is not AnswerType.NUMBER
+    assert focus_of("Which environment variable sets the speed?").answer_type is AnswerType.NAME
+    assert focus_of("Which setting limits the number of workers?").answer_type is AnswerType.NAME
+    assert focus_of("What permissions does a reviewer need?").answer_type is not AnswerType.NUMBER
+
+
+def test_a_question_for_a_thing_by_name_in_other_words_is_a_name_question():
+    for q in ["What race track in the midwest hosts a long race every May?",
+              "What science fantasy series, told in first person, has companion books?",
+              "Tysons Corner Mall is located in what county?",
+              "The team competes in a conference that was formerly known as what?",
+              "The producer has worked with this gospel singer born in July?"]:
+        assert focus_of(q).answer_type is AnswerType.NAME, q
+    assert focus_of("The civil war ended when ?").answer_type is AnswerType.DATE
+    # guards: an explanation stays one
+    for q in ["What steps are needed to rotate keys?", "What happens when the queue is full?",
+              "What does the -v flag do?"]:
+        assert focus_of(q).answer_type is AnswerType.OTHER, q
+
+
+def test_the_name_of_something_asks_for_no_class():
+    from kbagent.agent.answer.phrasing import class_word
+
+    assert class_word("What was the name of the 1996 adaptation of the play?") == ""
+    assert class_word("Which GPU model does the appliance use?") == "GPU"
+    assert class_word("Which hash does htpasswd use?") == "hash"
+
+
+def test_an_apostrophe_quotes_nothing():
+    f = focus_of("Which file does the server send for a folder's URL, if I haven't set one?")
+    assert not any("haven" in n for n in f.named)
+    assert "default" in f.terms
+
+
 # the parts of a question
 def test_a_statement_after_the_question_is_no_second_part():
     q = ("Out of the box, what is the biggest message Frob will take in? I mean the built-in "
@@ -184,6 +278,14 @@ def test_which_one_in_a_later_clause_is_the_first_clauses_thing() -> None:
     # no thing named in the first clause: "one" stays
     port = parts_of("What is the default port, and which one is used for TLS?")
     assert port[1].question == "which one is used for TLS?"
+
+
+def test_a_second_question_may_open_with_a_preposition():
+    parts = parts_of("Which daemon counts how fast clients connect, and over what time "
+                     "window are those rates measured by default?")
+    assert [p.question for p in parts] == [
+        "Which daemon counts how fast clients connect?",
+        "over what time window are those rates measured by default?"]
 
 
 # one search, or a multi-hop run
