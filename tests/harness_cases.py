@@ -11,9 +11,16 @@ from a held-out folder)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kbagent.agent.answer.citations import Citation
 from kbagent.agent.answer.units import Unit, UnitKind
+from kbagent.agent.events import AgentResult, Final
+from kbagent.agent.run.loop import Agent, AgentConfig
+from kbagent.kb.knowledge_base import KnowledgeBase
+from kbagent.settings import Settings
 from tests.agent_runs import cite
+from tests.scripted_llm import ScriptedLLM
 
 
 def raw_citation(text: str, path: str = "reference/tool.html") -> Citation:
@@ -89,3 +96,14 @@ FRAME_LIMITS = [
           "edge service will send."),
     _unit("RESOURCE CONTROLS frame_size_limit (4096)", n=2, kind=UnitKind.SENTENCE),
 ]
+
+
+def sample_rag(home: Path, question: str) -> AgentResult:
+    """``question`` through the real agent in rag mode over the sample KB of ``home``, the
+    model scripted to say nothing useful: the harness's answer."""
+    kb = KnowledgeBase(Settings.load(home=home), "sample")
+    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
+                        AgentConfig(mode="rag", tools="full")).run(question))
+    final = events[-1]
+    assert isinstance(final, Final)
+    return final.result

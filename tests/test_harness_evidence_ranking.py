@@ -19,6 +19,7 @@ from tests.harness_cases import DIRECTIVE_BOX as BOX
 from tests.harness_cases import FRAME_LIMITS as LIMITS
 from tests.harness_cases import option_citation as _cite
 from tests.harness_cases import page_citation as _page_cite
+from tests.harness_cases import sample_rag
 
 
 def test_the_questions_own_phrasing_tells_apart_entries_that_share_its_words():
@@ -140,18 +141,8 @@ def test_boilerplate_repeated_on_every_page_ranks_below_a_fact():
 def test_a_later_part_is_answered_by_its_own_words_not_the_subject_it_inherits(sample_home):
     """The issue's own example on the sample KB: "does it roll over?" inherits "days PTO
     employees get", which a total of paid days off shares more than the carryover line."""
-    from kbagent.agent.events import Final
-    from kbagent.agent.run.loop import Agent, AgentConfig
-    from kbagent.kb.knowledge_base import KnowledgeBase
-    from kbagent.settings import Settings
-    from tests.scripted_llm import ScriptedLLM
-
-    kb = KnowledgeBase(Settings.load(home=sample_home), "sample")
-    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
-                        AgentConfig(mode="rag", tools="full")).run(
-        "How many days of PTO do employees get, and does it roll over?"))
-    final = events[-1]
-    assert isinstance(final, Final)
-    first, second = final.result.answer.split("Does it roll over?")
+    result = sample_rag(sample_home,
+                        "How many days of PTO do employees get, and does it roll over?")
+    first, second = result.answer.split("Does it roll over?")
     assert "20 days" in first
     assert second.lstrip().startswith("Yes [") and "Carryover" in second

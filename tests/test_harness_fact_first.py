@@ -24,7 +24,7 @@ from kbagent.kb.knowledge_base import KnowledgeBase
 from kbagent.settings import Settings
 from tests.agent_runs import ask_one_file
 from tests.harness_cases import FRAME_LIMITS as LIMITS
-from tests.harness_cases import FROBD
+from tests.harness_cases import FROBD, sample_rag
 from tests.harness_cases import raw_citation as _cite
 from tests.scripted_llm import ScriptedLLM
 
@@ -739,15 +739,11 @@ def test_a_yes_no_answered_in_other_words_gets_its_yes(tmp_path: Path):
 def test_a_two_part_question_states_both_facts_first(sample_home):
     """The issue's own example on the sample KB: both facts in a few words lead the
     answer, before each part with the source sentence that says it."""
-    kb = KnowledgeBase(Settings.load(home=sample_home), "sample")
-    events = list(Agent(ScriptedLLM(["It is in the sources."] * 5), [kb],
-                        AgentConfig(mode="rag", tools="full")).run(
-        "How many days of PTO do employees get, and does it roll over?"))
-    final = events[-1]
-    assert isinstance(final, Final)
-    lead, rest = final.result.answer.split(". ", 1)
-    assert lead == final.result.short_answer
+    result = sample_rag(sample_home,
+                        "How many days of PTO do employees get, and does it roll over?")
+    lead, rest = result.answer.split(". ", 1)
+    assert lead == result.short_answer
     assert "20 days" in lead and "Yes [" in lead
     assert "Does it roll over?" in rest
     # each short answer is checked against its own source ("Yes" by its quote)
-    assert not any(u.startswith(lead) for u in final.result.unsupported)
+    assert not any(u.startswith(lead) for u in result.unsupported)
