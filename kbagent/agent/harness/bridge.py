@@ -106,7 +106,7 @@ def hop_run(s: RunState, cfg: AgentConfig, cancel: CancelToken, kind: HopKind,
         step += 1
         before = {c.n for c in s.ledger}
         thought = (prompts.RAG_THOUGHT if not hops else
-                   f'The question turns on a second document: I will search "{query}".')
+                   prompts.second_document_thought(query))
         out = yield from search_step(s, step, query, thought, cfg.rag_top_k)
         hops.append(Hop(query, [n for n in out.citations if n not in before]))
         pending = pending_followups(s)

@@ -389,11 +389,10 @@ def grounding_of(s: RunState) -> Grounding:
     return g
 
 
-def abstention_reason(s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
-                      one_source: bool) -> str | None:
+def abstention_reason(s: RunState, vectors: SentenceVectors, one_source: bool) -> str | None:
     """The abstention test over what ``s`` gathered, for the model policy's choice
     (:class:`~kbagent.agent.run.decline.EvidenceTest`): the loop passes it in."""
-    g = Grounding(s.question, s.ledger, mentioned=mentioned,
+    g = Grounding(s.question, s.ledger, mentioned=s.ctx.mentions,
                   is_word=getattr(s.ctx.searcher, "is_word", None), vectors=vectors,
                   one_source=one_source)
     return g.silent_reason(g.evidence(limit=EVIDENCE_UNITS))

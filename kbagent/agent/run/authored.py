@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 
 from kbagent.agent.answer.citations import STOPWORDS, Citation
 from kbagent.agent.answer.claims import NOT_IN_KB, SentenceCheck, check_answer, feedback
@@ -234,12 +233,11 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
         if not sources:
             return Authored([SentenceCheck(NOT_IN_KB, ())]), step
         if never is None:
-            never = unmentioned_words(s.question, sources, partial(_mentions, s),
+            never = unmentioned_words(s.question, sources, s.ctx.mentions,
                                       getattr(s.ctx.searcher, "is_word", None))
         system = _system(MAX_SEARCHES - searches)
         evidence = evidence_message(s, sources, best, never)
-        reason = doubt(s, test, vectors or SentenceVectors(None), partial(_mentions, s),
-                       max(0, len(searched(s)) - 1))
+        reason = doubt(s, test, vectors or SentenceVectors(None), max(0, len(searched(s)) - 1))
         if reason is not None:  # the harness's test doubts the evidence: the model chooses
             declined = yield from choose(llm, cancel, s, step, system, evidence, reason)
             if declined is None:
@@ -276,11 +274,6 @@ def compose(s: RunState, step: int, llm: LLM, cancel: CancelToken, *, top_k: int
     second = checked(again, cited, s.question, max_tokens, never)
     return Authored(max(second, checks, key=_standing), asked_again=True,
                     searches=searches), step + 2
-
-
-def _mentions(s: RunState, word: str) -> bool:
-    """Does a chunk of the run's KBs that its asker may read hold ``word``?"""
-    return any(kb.mentions(word, s.ctx.principal) for kb in s.ctx.kbs.values())
 
 
 def search_request(reply: str) -> tuple[str, str] | None:

@@ -19,7 +19,7 @@ begin with the choice cannot read past it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Protocol
 
 from kbagent.agent.answer.evidence import SentenceVectors
@@ -41,12 +41,12 @@ class EvidenceTest(Protocol):
     """Why the evidence ``s`` gathered may not answer its question (None: it may), by the
     harness's calibrated test; ``one_source``: one chunk must hold every name asked."""
 
-    def __call__(self, s: RunState, vectors: SentenceVectors, mentioned: Callable[[str], bool],
-                 one_source: bool) -> str | None: ...
+    def __call__(self, s: RunState, vectors: SentenceVectors, one_source: bool
+                 ) -> str | None: ...
 
 
-def doubt(s: RunState, test: EvidenceTest, vectors: SentenceVectors,
-          mentioned: Callable[[str], bool], searched: int) -> str | None:
+def doubt(s: RunState, test: EvidenceTest, vectors: SentenceVectors, searched: int
+          ) -> str | None:
     """Why the gathered evidence may not answer the question, worded for the model, or
     None when the harness's test finds it may (or must not judge yet).
 
@@ -61,7 +61,7 @@ def doubt(s: RunState, test: EvidenceTest, vectors: SentenceVectors,
     hop = multi_hop(s.question) is not None
     if hop and not searched:
         return None
-    reason = test(s, vectors, mentioned, not hop)
+    reason = test(s, vectors, not hop)
     if reason is None:
         return None
     if reason.startswith("it "):  # "it never mentions “X”": the knowledge base does not

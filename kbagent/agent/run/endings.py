@@ -24,8 +24,7 @@ def finish(s: RunState, status: Status) -> Iterator[Event]:
         s.processor.drop_unfinished()
     for sent in s.processor.finish():
         yield AnswerDelta(sent.text, sent.supported)
-    if s.closing is not None:
-        yield from s.closing(s)
+    yield from s.policy.closing(s)
     if not s.processor.answer:
         text = ("I could not find an answer in the knowledge base." if s.mode != AskMode.DIRECT
                 else "Hello! Ask me anything about your documents.")

@@ -20,6 +20,7 @@ from collections.abc import Generator
 
 from kbagent.agent.cancel import CancelToken
 from kbagent.agent.events import Event
+from kbagent.agent.run import prompts
 from kbagent.agent.run.harness_steps import search_step
 from kbagent.agent.run.router import multi_hop
 from kbagent.agent.run.search_memory import pending_followups
@@ -43,10 +44,8 @@ def gather(s: RunState, step: int, cfg: AgentConfig, cancel: CancelToken, top_k:
         if (not pending or cancel.is_set() or step + 1 >= cfg.max_steps
                 or s.clock.perf_counter() >= s.deadline):
             break
-        out = yield from search_step(
-            s, step, pending[0],
-            f'The question turns on a second document: I will search "{pending[0]}".',
-            top_k)
+        out = yield from search_step(s, step, pending[0],
+                                     prompts.second_document_thought(pending[0]), top_k)
         step += 1
         keep += out.citations[:1]  # its top hit, though the question's search found it
     return step, keep

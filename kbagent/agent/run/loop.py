@@ -137,41 +137,36 @@ class Agent:
                           principal=self.principal)
         ctx.ledger.resolver, ctx.ledger.locator = ctx.resolve_lines, ctx.locate
         now = self.clock.perf_counter()
-        policy = self._policy(question, ctx.ledger, authored, mode)
+        policy = self._policy(question, ctx, authored, mode)
         s = RunState(question, mode, ctx.ledger, ctx,
                      AnswerProcessor(ctx.ledger, grounding=policy.repairs),
-                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit,
-                     clock=self.clock, context=context, authored=authored,
-                     closing=policy.closing)
+                     registry(cfg.tools, cfg.code_tools), now, now + cfg.time_limit, policy,
+                     clock=self.clock, context=context, authored=authored)
         if self._cancel.cancelled:  # cancelled before the first step: keep it
             yield from cancelled(s)
         elif mode == AskMode.DIRECT:
             yield from self._direct(s)
         elif mode == AskMode.RAG:
-            yield from self._rag(s, policy)
-        elif (own := policy.own_run(s, partial(self._rag, policy=policy, fallback=True))):
+            yield from self._rag(s)
+        elif (own := policy.own_run(s, partial(self._rag, fallback=True))):
             yield from own  # the harness's parts, arithmetic and two hops
         else:
-            yield from self._agent(s, policy)
+            yield from self._agent(s)
 
-    def _policy(self, question: str, ledger: CitationLedger, authored: bool, mode: AskMode
+    def _policy(self, question: str, ctx: ToolContext, authored: bool, mode: AskMode
                 ) -> Policy:
         """The run's answer policy (the seam): the model writes, the harness does (with
         grounded answers on, a knowledge question), or plain."""
         if authored:
             return ModelPolicy(self.llm, self.config, self._cancel, abstention_reason)
         if self.config.grounded and mode != AskMode.DIRECT:
-            grounding = Grounding(question, ledger, mentioned=self._mentioned,
+            grounding = Grounding(question, ctx.ledger, mentioned=ctx.mentions,
                                   is_word=getattr(self.searcher, "is_word", None),
                                   vectors=SentenceVectors(getattr(self.searcher,
                                                                   "embed_texts", None)))
             return HarnessPolicy(grounding, self.llm, self.config, self._cancel,
                                  self.answer_turn)
         return PlainPolicy(self.answer_turn)
-
-    def _mentioned(self, word: str) -> bool:
-        """Does any KB contain ``word`` in a chunk this agent's principal may read?"""
-        return any(kb.mentions(word, self.principal) for kb in self.kbs.values())
 
     # ------------------------------------------------------------ generation
     def _turn(self, s: RunState, step: int, grammar: str | None, max_tokens: int,
@@ -201,7 +196,7 @@ class Agent:
         return completion, text, GO_ON
 
     # ----------------------------------------------------------------- agent
-    def _agent(self, s: RunState, policy: Policy) -> Iterator[Event]:
+    def _agent(self, s: RunState) -> Iterator[Event]:
         cfg = self.config
         s.messages = [Message("system", prompts.system_prompt(list(self.kbs), s.tools)),
                       Message("user", in_conversation(prompts.question_message(s.question),
@@ -231,7 +226,7 @@ class Agent:
                     continue
                 reason = "the follow-up searches are done"
             if reason:
-                yield from self._final_turn(s, policy, step + 1, reason)
+                yield from self._final_turn(s, step + 1, reason)
                 return
             step += 1
             started = s.clock.perf_counter()
@@ -254,11 +249,11 @@ class Agent:
             # auto: a grounded answer is the grounded final turn's (generation.READY)
             completion, text, ended = yield from self._turn(
                 s, step, grammar, max_tokens, answer_max_tokens=cfg.final_max_tokens,
-                defer_final=policy.defers_final)
+                defer_final=s.policy.defers_final)
             if ended.done:
                 return
             if ended.reason:  # MODEL_READY: the model chose to answer (no limit stopped it)
-                yield from self._final_turn(s, policy, step, ended.reason,
+                yield from self._final_turn(s, step, ended.reason,
                                             rag=ended.reason == MODEL_READY)
                 return
             assert completion is not None
@@ -271,7 +266,7 @@ class Agent:
                 if s.protocol_failures >= 2:
                     yield ErrorEvent("the model does not follow the step format; falling back "
                                      "to a single search", kind=ErrorKind.PROTOCOL)
-                    yield from self._rag(s, policy, fallback=True)
+                    yield from self._rag(s, fallback=True)
                     return
                 s.messages += [Message("assistant", text), Message("user", (
                     f"Format error: {e}. Reply with 'Thought:' then either 'Action:' and "
@@ -295,13 +290,13 @@ class Agent:
                     yield from followup_step(s, step, pending[0], cfg.rag_top_k, cfg.max_steps)
 
     # ---------------------------------------------------------- final turns
-    def _final_turn(self, s: RunState, policy: Policy, step: int, reason: str, *,
+    def _final_turn(self, s: RunState, step: int, reason: str, *,
                     rag: bool = False) -> Iterator[Event]:
         """One final-answer turn over the gathered evidence, the policy's: the harness's
         grounded turn, the model-authored one, or the model over the numbered sources."""
         if reason != MODEL_READY:  # (the model chose to answer: no limit stopped it)
             s.stop_reason = s.stop_reason or reason
-        ended = yield from policy.final(s, step, rag)
+        ended = yield from s.policy.final(s, step, rag)
         if not ended:
             yield from finish(s, Status.ANSWERED if rag else Status.LIMIT)
 
@@ -329,7 +324,7 @@ class Agent:
         return False
 
     # ------------------------------------------------------------ rag/direct
-    def _rag(self, s: RunState, policy: Policy, fallback: bool = False) -> Iterator[Event]:
+    def _rag(self, s: RunState, fallback: bool = False) -> Iterator[Event]:
         """Single retrieval + answer (also the fallback when a model breaks the protocol)."""
         if not fallback:
             s.mode = AskMode.RAG
@@ -342,7 +337,7 @@ class Agent:
         if self._cancel.is_set():
             yield from cancelled(s)
             return
-        yield from self._final_turn(s, policy, step + 1, "", rag=True)
+        yield from self._final_turn(s, step + 1, "", rag=True)
 
     def _direct(self, s: RunState) -> Iterator[Event]:
         """Small talk: answer with no retrieval and no tools. A grounded run answers

@@ -97,6 +97,12 @@ def harness_followup_thought(followup: str) -> str:
     return f'The harness searches the follow-up "{followup}" from what was found so far.'
 
 
+def second_document_thought(query: str) -> str:
+    """What a search step says when a two-hop question's follow-up is searched before the
+    answer (the harness's multi-hop path, the model policy's plan stage)."""
+    return f'The question turns on a second document: I will search "{query}".'
+
+
 def observation_message(text: str, step: int, max_steps: int) -> str:
     left = max_steps - step
     hint = (f"({left} step{'s' if left != 1 else ''} left.)" if left > 0
@@ -111,4 +117,4 @@ def action_text(thought: str, tool: str, args: dict[str, Any]) -> str:
 __all__ = ["DIRECT", "FINAL_SYSTEM", "FOLLOWUP_STEP_THOUGHT", "RAG_THOUGHT", "action_text",
            "example_args", "followup_thought", "harness_followup_thought",
            "observation_message", "question_message", "question_with_results",
-           "sources_message", "system_prompt"]
+           "second_document_thought", "sources_message", "system_prompt"]

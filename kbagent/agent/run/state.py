@@ -110,6 +110,7 @@ class RunState:
     tools: dict[str, Tool]
     started: float
     deadline: float
+    policy: Policy  # who writes the answer (the loop's choice for this run)
     messages: list[Message] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -130,9 +131,6 @@ class RunState:
     context: Conversation | None = None
     query: str = ""  # what the harness searches for the question (set from it)
     authored: bool = False  # the model writes the answer (answer policy "model")
-    # what the answer policy says before the Final of a finished answer (the harness's
-    # ensure_answer: something checked is left): Policy.closing, set by the loop
-    closing: Callable[[RunState], Iterator[Event]] | None = None
 
     def __post_init__(self) -> None:
         self.query = self.query or follow_up_query(self.question, self.context)

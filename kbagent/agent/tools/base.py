@@ -42,6 +42,10 @@ class ToolContext:
     plan: list[str] = field(default_factory=list)
     max_chars: int = OBSERVATION_CHARS
 
+    def mentions(self, word: str) -> bool:
+        """Does a chunk of these KBs that the asker may read hold ``word``?"""
+        return any(kb.mentions(word, self.principal) for kb in self.kbs.values())
+
     def views(self, kb: str) -> FileViews:
         return FileViews(self.kbs[kb], self.principal)
 
